@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Query selects a page of the collection (CONTRACT §4).
+type Query struct {
+	// Q is an exact order id or a case-insensitive prefix of the customer name.
+	Q string
+	// Status, when set, keeps only orders in that status.
+	Status Status
+	// Page counts from 1; PerPage is 1 to 100.
+	Page, PerPage int
+	// Items says whether to load each order's items (the Inquiry).
+	Items bool
+}
+
+// Page is one page of orders and the number of orders that match in all.
+type Page struct {
+	Orders  []Order
+	Total   int64
+	Page    int
+	PerPage int
+}
+
+// Default and largest page sizes.
+const (
+	DefaultPerPage = 25
+	MaxPerPage     = 100
+	// MaxQuery bounds the length of a search.
+	MaxQuery = 120
+)
+
+// Normalize clamps the page numbers and tidies the search text.
+func (q *Query) Normalize() {
+	if q.PerPage == 0 {
+		q.PerPage = DefaultPerPage
+	}
+	q.PerPage = min(max(q.PerPage, 1), MaxPerPage)
+	q.Page = max(q.Page, 1)
+	q.Q = strings.TrimSpace(q.Q)
+	if r := []rune(q.Q); len(r) > MaxQuery {
+		q.Q = string(r[:MaxQuery])
+	}
+}
+
+// List returns one page of orders in two pipelined round trips, whatever
+// the page size: the first reads the index range and its count, the second
+// reads the orders (and their items, for the Inquiry).
+func (s *Store) List(ctx context.Context, q Query) (Page, error) {
+	q.Normalize()
+	out := Page{Page: q.Page, PerPage: q.PerPage, Orders: []Order{}}
+	offset := int64(q.Page-1) * int64(q.PerPage)
+	if offset > 1<<40 {
+		return out, nil // far past any end
+	}
+	count := int64(q.PerPage)
+
+	var (
+		rangeCmd *redis.StringSliceCmd
+		totalCmd *redis.IntCmd
+		exact    int64 // an order id named by a digits query
+		exactO   *redis.MapStringStringCmd
+		shift    int64 // name results skipped for the exact match
+	)
+	if id, ok := ParseID(q.Q); ok {
+		exact = id
+		// The exact match, if it exists, takes the first place of page 1,
+		// so the name results start one earlier; one extra is fetched and
+		// dropped when there is no exact match.
+		shift = 1
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if q.Q == "" {
+			key := s.idIndex(q.Status)
+			rangeCmd = p.ZRevRange(ctx, key, offset, offset+count-1)
+			totalCmd = p.ZCard(ctx, key)
+			return nil
+		}
+		key := s.nameIndex(q.Status)
+		prefix := foldName(q.Q)
+		lo, hi := "["+prefix, "("+prefix+"\xff"
+		start := max(offset-shift, 0)
+		n := count
+		if shift == 1 && offset > 0 {
+			n++
+		}
+		rangeCmd = p.ZRangeByLex(ctx, key, &redis.ZRangeBy{Min: lo, Max: hi, Offset: start, Count: n})
+		totalCmd = p.ZLexCount(ctx, key, lo, hi)
+		if exact != 0 {
+			exactO = p.HGetAll(ctx, s.orderKey(exact))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return out, wrap(err)
+	}
+	out.Total = totalCmd.Val()
+
+	var ids []int64
+	if q.Q == "" {
+		for _, m := range rangeCmd.Val() {
+			if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	} else {
+		names := rangeCmd.Val()
+		hasExact := false
+		if exact != 0 {
+			if o, ok := decodeOrder(exact, exactO.Val()); ok && (q.Status == "" || o.Status == q.Status) {
+				hasExact = true
+				out.Total++
+			}
+		}
+		switch {
+		case hasExact && offset == 0:
+			ids = append(ids, exact)
+			if int64(len(names)) > count-1 {
+				names = names[:count-1]
+			}
+		case !hasExact && shift == 1 && offset > 0 && len(names) > 0:
+			names = names[1:] // the extra one fetched for a missing exact match
+		}
+		if int64(len(names)) > count {
+			names = names[:count]
+		}
+		for _, m := range names {
+			if id, ok := memberID(m); ok && !(hasExact && id == exact) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	orders, err := s.loadMany(ctx, ids, q)
+	if err != nil {
+		return out, err
+	}
+	out.Orders = orders
+	return out, nil
+}
+
+// loadMany reads the given orders in one pipelined round trip, skipping
+// (and repairing) index entries whose order is gone or no longer matches.
+func (s *Store) loadMany(ctx context.Context, ids []int64, q Query) ([]Order, error) {
+	orders := make([]Order, 0, len(ids))
+	if len(ids) == 0 {
+		return orders, nil
+	}
+	ocs := make([]*redis.MapStringStringCmd, len(ids))
+	ics := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			ocs[i] = p.HGetAll(ctx, s.orderKey(id))
+			if q.Items {
+				ics[i] = p.HGetAll(ctx, s.itemsKey(id))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	var missing []int64
+	prefix := foldName(q.Q)
+	for i, id := range ids {
+		o, ok := decodeOrder(id, ocs[i].Val())
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		// On a Cluster an index entry may lag its order for a moment.
+		if q.Status != "" && o.Status != q.Status {
+			continue
+		}
+		if prefix != "" && id != q.exactID() && !strings.HasPrefix(foldName(o.Customer), prefix) {
+			continue
+		}
+		if q.Items {
+			o.Items = decodeItems(ics[i].Val(), o.ItemCount)
+		}
+		orders = append(orders, o)
+	}
+	if len(missing) > 0 {
+		go s.repair(missing)
+	}
+	return orders, nil
+}
+
+func (q Query) exactID() int64 {
+	id, _ := ParseID(q.Q)
+	return id
+}
+
+// repair removes the id-index entries of orders that no longer exist. Only
+// a Cluster, where index entries are written outside the order's
+// transaction, can leave such entries behind (after a crash between the two).
+func (s *Store) repair(ids []int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		if n, err := s.rdb.Exists(ctx, s.orderKey(id)).Result(); err != nil || n != 0 {
+			continue
+		}
+		m := strconv.FormatInt(id, 10)
+		s.rdb.ZRem(ctx, s.idIndex(""), m)
+		for _, st := range Statuses {
+			s.rdb.ZRem(ctx, s.idIndex(st), m)
+		}
+	}
+}

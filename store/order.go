@@ -1,0 +1,337 @@
+// Package store is the order domain: orders, items, money, status
+// transitions, validation, and their storage in Redis hashes. It imports
+// nothing of the application.
+package store
+
+import (
+	"net/mail"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Status is where an order stands in its lifecycle.
+type Status string
+
+// The statuses an order moves through.
+const (
+	Pending   Status = "pending"
+	Confirmed Status = "confirmed"
+	Shipped   Status = "shipped"
+	Delivered Status = "delivered"
+	Cancelled Status = "cancelled"
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{Pending, Confirmed, Shipped, Delivered, Cancelled}
+
+var transitions = map[Status][]Status{
+	Pending:   {Confirmed, Cancelled},
+	Confirmed: {Shipped, Cancelled},
+	Shipped:   {Delivered},
+}
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Next lists the statuses an order may move to from s.
+func (s Status) Next() []Status { return transitions[s] }
+
+// CanBecome reports whether an order in status s may be set to t.
+// Setting the current status again is allowed and changes nothing.
+func (s Status) CanBecome(t Status) bool {
+	if s == t {
+		return true
+	}
+	for _, v := range transitions[s] {
+		if v == t {
+			return true
+		}
+	}
+	return false
+}
+
+// ItemsEditable reports whether items and currency may change in status s.
+func (s Status) ItemsEditable() bool { return s == Pending || s == Confirmed }
+
+// Limits of CONTRACT §1.
+const (
+	MaxCustomer = 120
+	MaxEmail    = 254
+	MaxNotes    = 2000
+	MaxItems    = 100
+	MaxSKU      = 64
+	MaxItemName = 200
+	MaxQuantity = 1_000_000
+)
+
+// Item is one line of an order. It has no identity of its own.
+type Item struct {
+	SKU       string `json:"sku"`
+	Name      string `json:"name"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice Money  `json:"unit_price"`
+	LineTotal Money  `json:"line_total"`
+}
+
+// Order is one member of the order collection.
+type Order struct {
+	ID        int64     `json:"id"`
+	Customer  string    `json:"customer"`
+	Email     string    `json:"email"`
+	Status    Status    `json:"status"`
+	Currency  string    `json:"currency"`
+	Notes     string    `json:"notes"`
+	Items     []Item    `json:"items"`
+	ItemCount int       `json:"item_count"`
+	Total     Money     `json:"total"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Summary is the List representation of an order: everything but its items.
+type Summary struct {
+	ID        int64     `json:"id"`
+	Customer  string    `json:"customer"`
+	Email     string    `json:"email"`
+	Status    Status    `json:"status"`
+	Currency  string    `json:"currency"`
+	Notes     string    `json:"notes"`
+	ItemCount int       `json:"item_count"`
+	Total     Money     `json:"total"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Summary returns o without its items.
+func (o *Order) Summary() Summary {
+	return Summary{o.ID, o.Customer, o.Email, o.Status, o.Currency, o.Notes,
+		o.ItemCount, o.Total, o.Version, o.CreatedAt, o.UpdatedAt}
+}
+
+// derive recomputes line totals, the item count and the order total.
+func (o *Order) derive() {
+	o.ItemCount = len(o.Items)
+	o.Total = 0
+	for i := range o.Items {
+		o.Items[i].LineTotal = o.Items[i].UnitPrice.Times(o.Items[i].Quantity)
+		o.Total += o.Items[i].LineTotal
+	}
+}
+
+// ItemInput is one item as a person or program sent it: raw text, checked by
+// Validate. Index is the N the request used (items[N][...]), kept for messages.
+type ItemInput struct {
+	Index     int
+	SKU       string
+	Name      string
+	Quantity  string
+	UnitPrice string
+}
+
+// Input is a create or update request. A nil field was not sent: an update
+// keeps the stored value. Items is nil when the request said nothing about
+// items, and non-nil (perhaps empty) when it replaces them.
+type Input struct {
+	Customer *string
+	Email    *string
+	Status   *string
+	Currency *string
+	Notes    *string
+	Items    []ItemInput
+	// HasItems is true when the request carried items, even none.
+	HasItems bool
+	// Version, when set, must equal the stored version (else ECONFLICT).
+	Version *int64
+}
+
+var (
+	skuRE      = regexp.MustCompile(`^[A-Za-z0-9._-]*$`)
+	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+)
+
+// ItemKey is the error key of an item field: items[N][field].
+func ItemKey(n int, field string) string {
+	return "items[" + strconv.Itoa(n) + "][" + field + "]"
+}
+
+func hasControl(s string, allowNewlines bool) bool {
+	for _, r := range s {
+		if allowNewlines && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply validates in against the stored order cur (nil on create) and
+// returns the resulting order, or the field errors. It never mutates cur.
+func apply(cur *Order, in Input) (Order, map[string]string) {
+	errs := map[string]string{}
+	var o Order
+	if cur != nil {
+		o = *cur
+		o.Items = append([]Item(nil), cur.Items...)
+	} else {
+		o.Status = Pending
+		o.Currency = "USD"
+		o.Items = []Item{}
+	}
+	text := func(field string, p *string, max int, required, newlines bool) (string, bool) {
+		if p == nil {
+			return "", false
+		}
+		v := strings.TrimSpace(*p)
+		switch {
+		case !utf8.ValidString(v):
+			errs[field] = "must be valid UTF-8 text"
+		case required && v == "":
+			errs[field] = "is required"
+		case utf8.RuneCountInString(v) > max:
+			errs[field] = "must be at most " + strconv.Itoa(max) + " characters"
+		case hasControl(v, newlines):
+			errs[field] = "must not contain control characters"
+		default:
+			return v, true
+		}
+		return "", false
+	}
+
+	if cur == nil && in.Customer == nil {
+		errs["customer"] = "is required"
+	}
+	if v, ok := text("customer", in.Customer, MaxCustomer, true, false); ok {
+		o.Customer = v
+	}
+	if v, ok := text("email", in.Email, MaxEmail, false, false); ok {
+		if v != "" {
+			a, err := mail.ParseAddress(v)
+			if err != nil || a.Address != v || a.Name != "" {
+				errs["email"] = "must be one email address, like name@example.com"
+				ok = false
+			}
+		}
+		if ok {
+			o.Email = v
+		}
+	}
+	if v, ok := text("notes", in.Notes, MaxNotes, false, true); ok {
+		o.Notes = v
+	}
+	if in.Status != nil {
+		s := Status(strings.ToLower(strings.TrimSpace(*in.Status)))
+		switch {
+		case !s.Valid():
+			errs["status"] = "must be one of pending, confirmed, shipped, delivered, cancelled"
+		case cur == nil && s != Pending:
+			errs["status"] = "a new order starts as pending"
+		case cur != nil && !cur.Status.CanBecome(s):
+			errs["status"] = "cannot change status from " + string(cur.Status) + " to " + string(s)
+		default:
+			o.Status = s
+		}
+	}
+	// Items and currency follow the status the order has before this change:
+	// a request may not ship an order and change its items in one go.
+	frozen := cur != nil && !cur.Status.ItemsEditable()
+	if in.Currency != nil {
+		v := strings.ToUpper(strings.TrimSpace(*in.Currency))
+		switch {
+		case !currencyRE.MatchString(v):
+			errs["currency"] = "must be a three-letter ISO 4217 code, like USD"
+		case frozen && v != cur.Currency:
+			errs["currency"] = "cannot change once an order is " + string(cur.Status)
+		default:
+			o.Currency = v
+		}
+	}
+	if in.HasItems {
+		if frozen {
+			errs["items"] = "cannot change once an order is " + string(cur.Status)
+		} else if len(in.Items) > MaxItems {
+			errs["items"] = "at most " + strconv.Itoa(MaxItems) + " items"
+		} else {
+			o.Items = make([]Item, 0, len(in.Items))
+			for _, it := range in.Items {
+				item, ok := validateItem(it, errs)
+				if ok {
+					o.Items = append(o.Items, item)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return Order{}, errs
+	}
+	o.derive()
+	return o, nil
+}
+
+func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
+	n := len(errs)
+	var item Item
+	item.SKU = strings.TrimSpace(it.SKU)
+	if !utf8.ValidString(item.SKU) || len(item.SKU) > MaxSKU || !skuRE.MatchString(item.SKU) {
+		errs[ItemKey(it.Index, "sku")] = "must be at most 64 letters, digits, '-', '_' or '.'"
+	}
+	item.Name = strings.TrimSpace(it.Name)
+	switch {
+	case !utf8.ValidString(item.Name):
+		errs[ItemKey(it.Index, "name")] = "must be valid UTF-8 text"
+	case item.Name == "":
+		errs[ItemKey(it.Index, "name")] = "is required"
+	case utf8.RuneCountInString(item.Name) > MaxItemName:
+		errs[ItemKey(it.Index, "name")] = "must be at most 200 characters"
+	case hasControl(item.Name, false):
+		errs[ItemKey(it.Index, "name")] = "must not contain control characters"
+	}
+	q := strings.TrimSpace(it.Quantity)
+	if !allDigits(q) || q == "" || len(q) > 9 {
+		errs[ItemKey(it.Index, "quantity")] = "must be a whole number from 1 to 1000000"
+	} else {
+		item.Quantity, _ = strconv.ParseInt(q, 10, 64)
+		if item.Quantity < 1 || item.Quantity > MaxQuantity {
+			errs[ItemKey(it.Index, "quantity")] = "must be a whole number from 1 to 1000000"
+		}
+	}
+	p := strings.TrimSpace(it.UnitPrice)
+	if m, err := ParseMoney(p); err != nil {
+		errs[ItemKey(it.Index, "unit_price")] = err.Error()
+	} else if m > MaxUnitPrice {
+		errs[ItemKey(it.Index, "unit_price")] = "must be at most 1000000.00"
+	} else {
+		item.UnitPrice = m
+	}
+	return item, len(errs) == n
+}
+
+// Validate checks in as a new order (cur nil) or as a change to cur, and
+// returns field errors, or nil.
+func Validate(cur *Order, in Input) map[string]string {
+	_, errs := apply(cur, in)
+	return errs
+}
+
+// ParseID reads a path identifier: 1 to 18 digits without a leading zero.
+func ParseID(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 || s[0] == '0' || !allDigits(s) {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil
+}
