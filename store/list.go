@@ -114,10 +114,27 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	} else {
 		names := rangeCmd.Val()
 		hasExact := false
+		exactMember := "" // the exact match's own name entry, when its name matches too
 		if exact != 0 {
 			if o, ok := decodeOrder(exact, exactO.Val()); ok && (q.Status == "" || o.Status == q.Status) {
 				hasExact = true
-				out.Total++
+				if strings.HasPrefix(foldName(o.Customer), foldName(q.Q)) {
+					// Already counted by ZLEXCOUNT; listed once, first.
+					exactMember = nameMember(o.Customer, exact)
+				} else {
+					out.Total++
+				}
+			}
+		}
+		if hasExact && exactMember != "" {
+			if offset > 0 && len(names) > 0 && names[0] > exactMember {
+				names = names[1:] // its entry lies before this page: all shift by one
+			}
+			for i, m := range names {
+				if m == exactMember {
+					names = append(names[:i:i], names[i+1:]...)
+					break
+				}
 			}
 		}
 		switch {

@@ -1,0 +1,193 @@
+// Command orders serves the order desk: pages, htmx fragments and JSON over
+// one set of resource URIs, with the orders in Redis (an embedded one by
+// default).
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"orders/routes"
+	"orders/store"
+)
+
+//go:embed layouts partials public
+var files embed.FS
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "orders:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what flags and environment say; a flag wins over its variable.
+type config struct {
+	addr  string
+	redis string
+	data  string
+	seed  int
+}
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	env := func(name, def string) string {
+		if v, ok := lookup(getenv, name); ok {
+			return v
+		}
+		return def
+	}
+	fl := flag.NewFlagSet("orders", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var c config
+	fl.StringVar(&c.addr, "addr", env("ADDR", "127.0.0.1:3000"), "listen address (env ADDR)")
+	fl.StringVar(&c.redis, "redis", env("REDIS_URL", ""), "redis:// URL, or host:port,host:port for a Cluster; empty: embedded (env REDIS_URL)")
+	fl.StringVar(&c.data, "data", env("DATA_FILE", "data/orders.json"), "embedded store only: snapshot file; empty keeps nothing (env DATA_FILE)")
+	seed := env("SEED", "0")
+	n, err := strconv.Atoi(seed)
+	if err != nil || n < 0 {
+		return c, fmt.Errorf("SEED must be a whole number, not %q", seed)
+	}
+	fl.IntVar(&c.seed, "seed", n, "when the store holds no orders, create this many demo orders (env SEED)")
+	if err := fl.Parse(args); err != nil {
+		return c, err
+	}
+	if c.seed < 0 {
+		return c, errors.New("-seed must not be negative")
+	}
+	return c, nil
+}
+
+// lookup treats a variable set to "" as set only where "" means something:
+// DATA_FILE="" keeps nothing.
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	if v != "" {
+		return v, true
+	}
+	if name == "DATA_FILE" {
+		if _, ok := os.LookupEnv(name); ok && getenv(name) == "" {
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// run starts the application and blocks until ctx ends, then shuts down:
+// in-flight requests finish, the embedded store is written, nil returns.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stdout, nil))
+
+	rdb, cluster, cleanup, err := openRedis(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	st := store.New(rdb, store.Options{Cluster: cluster})
+
+	if cfg.seed > 0 {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		n, err := st.Count(sctx)
+		if err == nil && n == 0 {
+			start := time.Now()
+			var wrote int
+			wrote, err = st.Seed(sctx, cfg.seed, nil)
+			log.Info("seeded demo orders", "orders", wrote, "seconds", time.Since(start).Seconds())
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("seeding: %w", err)
+		}
+	}
+
+	views, _ := fs.Sub(files, ".")
+	public, _ := fs.Sub(files, "public")
+	app, err := routes.New(routes.Config{Store: st, Views: views, Public: public, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders")
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return app.ShutdownWithContext(sctx)
+}
+
+// openRedis connects to the configured Redis, or starts the embedded one.
+func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(), error) {
+	base := func(o *redis.Options) {
+		// Every call has a deadline: a dead or hung Redis gives a quick 503.
+		o.DialTimeout = 500 * time.Millisecond
+		o.ReadTimeout = 500 * time.Millisecond
+		o.WriteTimeout = 500 * time.Millisecond
+		o.PoolTimeout = time.Second
+		o.ContextTimeoutEnabled = true
+		o.MaxRetries = 1
+	}
+	switch {
+	case cfg.redis == "":
+		o := &redis.Options{}
+		base(o)
+		e, err := store.OpenEmbedded(cfg.data, o, log)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		log.Info("using the embedded store", "data", cfg.data)
+		return e.Client(), false, func() {
+			if err := e.Close(); err != nil {
+				log.Error("writing the snapshot failed", "file", cfg.data, "err", err)
+			}
+		}, nil
+	case strings.Contains(cfg.redis, ",") || !strings.Contains(cfg.redis, "://"):
+		addrs := strings.Split(cfg.redis, ",")
+		for i := range addrs {
+			addrs[i] = strings.TrimSpace(addrs[i])
+		}
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: addrs, DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
+			WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: 1,
+		})
+		log.Info("using Redis Cluster", "nodes", addrs)
+		return rdb, true, func() { rdb.Close() }, nil
+	default:
+		o, err := redis.ParseURL(cfg.redis)
+		if err != nil {
+			return nil, false, nil, fmt.Errorf("-redis: %w", err)
+		}
+		base(o)
+		rdb := redis.NewClient(o)
+		log.Info("using Redis", "addr", o.Addr, "db", o.DB)
+		return rdb, false, func() { rdb.Close() }, nil
+	}
+}

@@ -1,0 +1,168 @@
+// Package routes builds the whole HTTP application: one constructor, one
+// place that lists every route, one render helper and one error handler.
+package routes
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
+	"github.com/gofiber/template/html/v2"
+
+	"orders/store"
+)
+
+// Config is what the application needs from the outside.
+type Config struct {
+	// Store holds the orders.
+	Store *store.Store
+	// Views holds layouts/ and partials/; Public holds public/ (the static
+	// files, served under /public/). main.go embeds both into the binary.
+	Views  fs.FS
+	Public fs.FS
+	// Logger receives one line per request; slog.Default() when nil.
+	Logger *slog.Logger
+	// RequestTimeout bounds each request's work against Redis (default 1.5 s),
+	// so a hung Redis gives 503 instead of a hang.
+	RequestTimeout time.Duration
+}
+
+// MaxBody is the largest request body the application reads (CONTRACT §3).
+const MaxBody = 1 << 20
+
+// New returns the application with every route registered.
+func New(cfg Config) (*fiber.App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 1500 * time.Millisecond
+	}
+	engine := html.NewFileSystem(http.FS(cfg.Views), ".html")
+	engine.AddFuncMap(funcs)
+	// A template that fails to parse is otherwise only logged (PITFALLS).
+	if err := engine.Load(); err != nil {
+		return nil, fmt.Errorf("loading templates: %w", err)
+	}
+	for _, name := range []string{layoutPage, layoutBare, "partials/error"} {
+		if engine.Templates.Lookup(name) == nil {
+			return nil, fmt.Errorf("template %s is missing", name)
+		}
+	}
+	h := &handlers{store: cfg.Store, log: cfg.Logger}
+	app := fiber.New(fiber.Config{
+		Views: engine,
+		// Request strings are kept past handlers (errors, logs): no reuse.
+		Immutable: true,
+		// fasthttp answers over-limit bodies by closing the connection mid-
+		// upload; let it read up to 4 MiB and answer 413 ourselves above 1 MiB.
+		BodyLimit:             4 * MaxBody,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           60 * time.Second,
+		DisableStartupMessage: true,
+		ErrorHandler:          h.errorHandler,
+	})
+
+	app.Use(h.requestID, h.logRequests, securityHeaders, h.guardWrites, methodOverride)
+	app.Use(func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
+		defer cancel()
+		c.SetUserContext(ctx)
+		return c.Next()
+	})
+	app.Use("/public", filesystem.New(filesystem.Config{
+		Root:   http.FS(cfg.Public),
+		MaxAge: 3600,
+	}))
+	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
+	app.Get("/readyz", h.ready)
+	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/orders", fiber.StatusSeeOther) })
+
+	o := &orderHandlers{handlers: h}
+	registerResource(app, "/orders", resource{
+		List:   o.list,
+		New:    o.newForm,
+		Create: o.create,
+		Show:   o.show,
+		Edit:   o.editForm,
+		Update: o.update,
+		Delete: o.delete,
+		Views:  map[string]fiber.Handler{"inquiry": o.inquiry},
+	})
+	return app, nil
+}
+
+// resource is the set of handlers of one resource (spec rule 5).
+type resource struct {
+	List, New, Create, Show, Edit, Update, Delete fiber.Handler
+	// Views are more representations of the collection, each at path/<name>.
+	Views map[string]fiber.Handler
+}
+
+// registerResource gives a resource its conventional routes: the collection
+// (GET list, POST create), path/new, path/<view>, and the member path/:id
+// (GET, PUT, DELETE) with path/:id/edit. Fixed paths come before the member
+// route, whose id must look like a number, so "new" is never taken for an id;
+// a known path with a wrong method gets 405 with Allow.
+func registerResource(r fiber.Router, path string, res resource) {
+	r.Get(path, res.List)
+	r.Post(path, res.Create)
+	r.Get(path+"/new", res.New)
+	for name, h := range res.Views {
+		r.Get(path+"/"+name, h)
+	}
+	member := path + "/:id<int>"
+	r.Get(member, res.Show)
+	r.Put(member, res.Update)
+	r.Delete(member, res.Delete)
+	r.Get(member+"/edit", res.Edit)
+}
+
+type handlers struct {
+	store *store.Store
+	log   *slog.Logger
+}
+
+func (h *handlers) ready(c *fiber.Ctx) error {
+	if err := h.store.Ping(c.UserContext()); err != nil {
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return c.Status(fiber.StatusServiceUnavailable).SendString("redis is not answering\n")
+	}
+	return c.SendString("ready\n")
+}
+
+var funcs = template.FuncMap{
+	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	"isodate": func(t time.Time) string {
+		return t.UTC().Format(time.RFC3339)
+	},
+	"title": func(s store.Status) string {
+		if s == "" {
+			return ""
+		}
+		return strings.ToUpper(string(s[:1])) + string(s[1:])
+	},
+	"statuses": func() []store.Status { return store.Statuses },
+	"itemKey":  store.ItemKey,
+	// rowView gives a list row the view a single-row fragment gets.
+	"rowView": func(o store.Order) *view { return &view{Order: &o} },
+	"itemRow": func(f *orderForm, it itemForm) itemRowView { return itemRowView{f, it} },
+	"actionLabel": func(s store.Status) string {
+		return map[store.Status]string{store.Confirmed: "Confirm", store.Shipped: "Mark shipped",
+			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
+	},
+}
+
+type itemRowView struct {
+	Form *orderForm
+	Item itemForm
+}

@@ -1,0 +1,458 @@
+package routes
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// orderHandlers serves the order resource (spec: eight endpoints).
+type orderHandlers struct {
+	*handlers
+}
+
+// HX-Target ids the server knows (docs/api.md):
+//   - order-results: the table and pager of List, or the list of Inquiry;
+//     GET /orders and /orders/inquiry answer with that part only.
+//   - order-row-<id>: one row of the List table; GET /orders/<id> answers
+//     with the row, GET /orders/<id>/edit with the row's inline form, PUT
+//     with the row again (or its form with errors), DELETE with no content.
+const targetResults = "order-results"
+
+func rowTarget(id int64) string { return "order-row-" + strconv.FormatInt(id, 10) }
+
+// orderID reads the :id path parameter; a malformed id is not found.
+func orderID(c *fiber.Ctx) (int64, error) {
+	raw := c.Params("id")
+	id, ok := store.ParseID(raw)
+	if !ok {
+		return 0, store.Errorf(store.ENOTFOUND, "there is no order %q", raw)
+	}
+	return id, nil
+}
+
+// listView is the List or Inquiry page.
+type listView struct {
+	Path    string // /orders or /orders/inquiry
+	Inquiry bool
+	Q       string
+	Status  string
+	PerPage int
+	Page    store.Page
+	Prev    string
+	Next    string
+	From    int64
+	To      int64
+}
+
+// PageURL returns the URL of page p with the same query.
+func (l *listView) PageURL(p int) string {
+	v := url.Values{}
+	if l.Q != "" {
+		v.Set("q", l.Q)
+	}
+	if l.Status != "" {
+		v.Set("status", l.Status)
+	}
+	if l.PerPage != store.DefaultPerPage {
+		v.Set("per_page", strconv.Itoa(l.PerPage))
+	}
+	if p > 1 {
+		v.Set("page", strconv.Itoa(p))
+	}
+	if len(v) == 0 {
+		return l.Path
+	}
+	return l.Path + "?" + v.Encode()
+}
+
+func parseQuery(c *fiber.Ctx) (store.Query, error) {
+	q := store.Query{Q: c.Query("q"), Status: store.Status(c.Query("status"))}
+	if q.Status != "" && !q.Status.Valid() {
+		return q, badRequest("status must be one of pending, confirmed, shipped, delivered, cancelled")
+	}
+	num := func(name string) (int, error) {
+		s := strings.TrimSpace(c.Query(name))
+		if s == "" {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			if e, ok := err.(*strconv.NumError); ok && e.Err == strconv.ErrRange {
+				if strings.HasPrefix(s, "-") {
+					return -1, nil
+				}
+				return 1 << 30, nil
+			}
+			return 0, badRequest("%s must be a whole number", name)
+		}
+		return n, nil
+	}
+	var err error
+	if q.Page, err = num("page"); err != nil {
+		return q, err
+	}
+	if q.PerPage, err = num("per_page"); err != nil {
+		return q, err
+	}
+	if q.PerPage == 0 && c.Query("per_page") != "" {
+		q.PerPage = 1 // "0" clamps to the lowest page size
+	}
+	q.Normalize()
+	return q, nil
+}
+
+func (o *orderHandlers) list(c *fiber.Ctx) error    { return o.collection(c, false) }
+func (o *orderHandlers) inquiry(c *fiber.Ctx) error { return o.collection(c, true) }
+
+func (o *orderHandlers) collection(c *fiber.Ctx, inquiry bool) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	q, err := parseQuery(c)
+	if err != nil {
+		return err
+	}
+	q.Items = inquiry
+	page, err := o.store.List(c.UserContext(), q)
+	if err != nil {
+		return err
+	}
+	l := &listView{Path: "/orders", Inquiry: inquiry, Q: q.Q, Status: string(q.Status), PerPage: q.PerPage, Page: page}
+	if inquiry {
+		l.Path = "/orders/inquiry"
+	}
+	if page.Page > 1 {
+		l.Prev = l.PageURL(page.Page - 1)
+	}
+	if int64(page.Page)*int64(page.PerPage) < page.Total {
+		l.Next = l.PageURL(page.Page + 1)
+	}
+	if len(page.Orders) > 0 {
+		l.From = int64(page.Page-1)*int64(page.PerPage) + 1
+		l.To = l.From + int64(len(page.Orders)) - 1
+	}
+	if r == reprJSON {
+		var entries any = page.Orders
+		if !inquiry {
+			s := make([]store.Summary, len(page.Orders))
+			for i := range page.Orders {
+				s[i] = page.Orders[i].Summary()
+			}
+			entries = s
+		}
+		return sendJSON(c, fiber.StatusOK, listJSON{entries, page.Page, page.PerPage, page.Total,
+			nullable(l.Prev), nullable(l.Next)})
+	}
+	v := &view{Title: "Orders", Nav: "orders", List: l}
+	partial := "partials/orders/list"
+	if inquiry {
+		v.Title, v.Nav, partial = "Inquiry", "inquiry", "partials/orders/inquiry"
+	}
+	if r == reprFragment && hxTarget(c) == targetResults {
+		partial += "_results"
+	}
+	return renderAs(c, r, fiber.StatusOK, partial, v, nil)
+}
+
+// listJSON is the List and Inquiry JSON (CONTRACT §4).
+type listJSON struct {
+	Orders  any   `json:"orders"`
+	Page    int   `json:"page"`
+	PerPage int   `json:"per_page"`
+	Total   int64 `json:"total"`
+	Prev    any   `json:"prev"`
+	Next    any   `json:"next"`
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// ETags name the order's version and the representation; any ETag of the
+// current version satisfies If-Match and If-None-Match.
+func etag(o *store.Order, r repr, part string) string {
+	kind := [...]string{"page", "fragment", "json"}[r]
+	if part != "" {
+		kind += "-" + part
+	}
+	return `"o` + strconv.FormatInt(o.ID, 10) + "v" + strconv.FormatInt(o.Version, 10) + "-" + kind + `"`
+}
+
+// etagVersions returns the versions of order id named in an If-Match or
+// If-None-Match header, and whether it was "*".
+func etagVersions(header string, id int64) (versions []int64, any bool) {
+	prefix := "o" + strconv.FormatInt(id, 10) + "v"
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" {
+			any = true
+			continue
+		}
+		t = strings.TrimPrefix(t, "W/")
+		t = strings.Trim(t, `"`)
+		if !strings.HasPrefix(t, prefix) {
+			continue
+		}
+		rest := t[len(prefix):]
+		if i := strings.IndexByte(rest, '-'); i > 0 {
+			rest = rest[:i]
+		}
+		if v, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			versions = append(versions, v)
+		}
+	}
+	return versions, any
+}
+
+func (o *orderHandlers) show(c *fiber.Ctx) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	id, err := orderID(c)
+	if err != nil {
+		return err
+	}
+	ord, err := o.store.Get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	partial, part := "partials/orders/show", ""
+	if r == reprFragment && hxTarget(c) == rowTarget(id) {
+		partial, part = "partials/orders/row", "row"
+	}
+	c.Set(fiber.HeaderETag, etag(ord, r, part))
+	if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" {
+		versions, star := etagVersions(inm, id)
+		for _, v := range versions {
+			star = star || v == ord.Version
+		}
+		if star {
+			return c.SendStatus(fiber.StatusNotModified)
+		}
+	}
+	return renderAs(c, r, fiber.StatusOK, partial, &view{Title: orderTitle(ord), Nav: "orders", Order: ord}, ord)
+}
+
+func orderTitle(o *store.Order) string {
+	return "Order " + strconv.FormatInt(o.ID, 10) + " · " + o.Customer
+}
+
+func (o *orderHandlers) newForm(c *fiber.Ctx) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	if r == reprJSON {
+		// The creation form for programs: the fields and their defaults.
+		return sendJSON(c, fiber.StatusOK, fiber.Map{
+			"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
+			"items": []store.Item{}, "statuses": []store.Status{store.Pending},
+		})
+	}
+	f := newOrderForm(nil)
+	prefillFromQuery(c, f, nil)
+	return renderAs(c, r, fiber.StatusOK, "partials/orders/form", &view{Title: "New order", Nav: "new", Form: f}, nil)
+}
+
+// prefillFromQuery fills a form from its own fields sent as a GET: the
+// no-JavaScript way to ask for one more item row (the "Add item row" button).
+func prefillFromQuery(c *fiber.Ctx, f *orderForm, cur *store.Order) {
+	args := c.Request().URI().QueryArgs()
+	if args.Len() == 0 {
+		return
+	}
+	var kv [][2]string
+	args.VisitAll(func(k, v []byte) { kv = append(kv, [2]string{string(k), string(v)}) })
+	in, err := decodeForm(kv)
+	if err != nil {
+		return
+	}
+	f.fill(cur, in)
+	if c.Query("add_row") != "" {
+		f.addBlankRows(1)
+	}
+}
+
+func (o *orderHandlers) create(c *fiber.Ctx) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	in, err := decodeInput(c)
+	if err != nil {
+		return err
+	}
+	ord, err := o.store.Create(c.UserContext(), in)
+	if err != nil {
+		if fields := invalidFields(err); fields != nil && r != reprJSON {
+			f := newOrderForm(nil)
+			f.fill(nil, in)
+			f.Errors = fields
+			return renderAs(c, r, fiber.StatusUnprocessableEntity, "partials/orders/form",
+				&view{Title: "New order", Nav: "new", Form: f, Notice: "The order was not created: please correct the marked fields."}, nil)
+		}
+		return err
+	}
+	loc := "/orders/" + strconv.FormatInt(ord.ID, 10)
+	notice := "Order " + strconv.FormatInt(ord.ID, 10) + " created."
+	switch r {
+	case reprJSON:
+		c.Location(loc)
+		return sendJSON(c, fiber.StatusCreated, ord)
+	case reprFragment:
+		c.Set("HX-Push-Url", loc)
+		return renderAs(c, r, fiber.StatusCreated, "partials/orders/show",
+			&view{Title: orderTitle(ord), Nav: "orders", Order: ord, Notice: notice}, nil)
+	}
+	setFlash(c, notice)
+	return c.Redirect(loc, fiber.StatusSeeOther)
+}
+
+func invalidFields(err error) map[string]string {
+	if e, ok := err.(*store.Error); ok && e.Code == store.EINVALID {
+		return e.Fields
+	}
+	return nil
+}
+
+func (o *orderHandlers) editForm(c *fiber.Ctx) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	id, err := orderID(c)
+	if err != nil {
+		return err
+	}
+	ord, err := o.store.Get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	if r == reprJSON {
+		// The update form for programs: the order and what may change.
+		return sendJSON(c, fiber.StatusOK, fiber.Map{
+			"order": ord, "statuses": append([]store.Status{ord.Status}, ord.Status.Next()...),
+			"items_editable": ord.Status.ItemsEditable(),
+		})
+	}
+	f := newOrderForm(ord)
+	prefillFromQuery(c, f, ord)
+	partial := "partials/orders/form"
+	if r == reprFragment && hxTarget(c) == rowTarget(id) {
+		partial = "partials/orders/row_edit"
+	}
+	return renderAs(c, r, fiber.StatusOK, partial, &view{Title: "Edit order " + strconv.FormatInt(id, 10), Nav: "orders", Order: ord, Form: f}, nil)
+}
+
+// ifMatch reads If-Match for order id: 0 when absent or "*", -1 when it
+// names no version of this order (it can never match).
+func ifMatch(c *fiber.Ctx, id int64) int64 {
+	h := c.Get(fiber.HeaderIfMatch)
+	if h == "" {
+		return 0
+	}
+	versions, star := etagVersions(h, id)
+	if star {
+		return 0
+	}
+	if len(versions) == 0 {
+		return -1
+	}
+	return versions[0]
+}
+
+func (o *orderHandlers) update(c *fiber.Ctx) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	id, err := orderID(c)
+	if err != nil {
+		return err
+	}
+	in, err := decodeInput(c)
+	if err != nil {
+		return err
+	}
+	row := r == reprFragment && hxTarget(c) == rowTarget(id)
+	ord, err := o.store.Update(c.UserContext(), id, in, ifMatch(c, id))
+	if err != nil {
+		se, ok := err.(*store.Error)
+		if !ok || r == reprJSON || (se.Code != store.EINVALID && se.Code != store.ECONFLICT) {
+			return err
+		}
+		// The form again, with what the person typed and the reason.
+		f := newOrderForm(se.Current)
+		f.fill(se.Current, in)
+		v := &view{Title: "Edit order " + strconv.FormatInt(id, 10), Nav: "orders", Order: se.Current, Form: f}
+		status := fiber.StatusUnprocessableEntity
+		if se.Code == store.EINVALID {
+			f.Errors = se.Fields
+			v.Notice = "The order was not saved: please correct the marked fields."
+		} else {
+			status = fiber.StatusConflict
+			f.Conflict = se.Current
+			f.Version = se.Current.Version
+			v.Notice = "Order " + strconv.FormatInt(id, 10) + " was changed by someone else. Your changes are not saved yet."
+		}
+		partial := "partials/orders/form"
+		if row {
+			partial = "partials/orders/row_edit"
+		}
+		return renderAs(c, r, status, partial, v, nil)
+	}
+	loc := "/orders/" + strconv.FormatInt(id, 10)
+	notice := "Order " + strconv.FormatInt(id, 10) + " saved."
+	switch {
+	case r == reprJSON:
+		c.Set(fiber.HeaderETag, etag(ord, r, ""))
+		return sendJSON(c, fiber.StatusOK, ord)
+	case row:
+		return renderAs(c, r, fiber.StatusOK, "partials/orders/row", &view{Order: ord, Notice: notice}, nil)
+	case r == reprFragment:
+		c.Set("HX-Push-Url", loc)
+		return renderAs(c, r, fiber.StatusOK, "partials/orders/show",
+			&view{Title: orderTitle(ord), Nav: "orders", Order: ord, Notice: notice}, nil)
+	}
+	setFlash(c, notice)
+	return c.Redirect(loc, fiber.StatusSeeOther)
+}
+
+func (o *orderHandlers) delete(c *fiber.Ctx) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	id, err := orderID(c)
+	if err != nil {
+		return err
+	}
+	if err := o.store.Delete(c.UserContext(), id, ifMatch(c, id)); err != nil {
+		return err
+	}
+	notice := "Order " + strconv.FormatInt(id, 10) + " deleted."
+	switch {
+	case r == reprJSON:
+		return c.SendStatus(fiber.StatusNoContent)
+	case r == reprFragment && hxTarget(c) == rowTarget(id):
+		// The row removes itself; only the notice travels.
+		return renderAs(c, r, fiber.StatusOK, "partials/notice", &view{Notice: notice}, nil)
+	case r == reprFragment:
+		// From the order's own page: there is nothing left to show there.
+		setFlash(c, notice)
+		c.Set("HX-Location", "/orders")
+		return c.Status(fiber.StatusOK).Send(nil)
+	}
+	setFlash(c, notice)
+	return c.Redirect("/orders", fiber.StatusSeeOther)
+}

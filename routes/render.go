@@ -1,0 +1,211 @@
+package routes
+
+import (
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// repr is one of the three representations of every GET (CONTRACT §2).
+type repr int
+
+const (
+	reprPage     repr = iota // the layout around the partial
+	reprFragment             // the partial alone, for htmx
+	reprJSON                 // for programs
+)
+
+const (
+	layoutPage = "layouts/main"
+	// Fragments go through a layout that is only {{embed}}: rendering with
+	// no layout races with rendering with one (PITFALLS).
+	layoutBare = "layouts/bare"
+)
+
+var errNotAcceptable = fiber.NewError(fiber.StatusNotAcceptable, "this resource is available as text/html or application/json")
+
+// negotiate picks the representation from Accept and the htmx headers.
+func negotiate(c *fiber.Ctx) (repr, error) {
+	c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target")
+	switch c.Accepts(fiber.MIMETextHTML, fiber.MIMEApplicationJSON) {
+	case fiber.MIMEApplicationJSON:
+		return reprJSON, nil
+	case "":
+		return reprPage, errNotAcceptable
+	}
+	if isFragment(c) {
+		return reprFragment, nil
+	}
+	return reprPage, nil
+}
+
+func isFragment(c *fiber.Ctx) bool {
+	return c.Get("HX-Request") == "true" &&
+		c.Get("HX-History-Restore-Request") != "true" &&
+		c.Get("HX-Request-Type") != "full"
+}
+
+// hxTarget returns the id of the element htmx will swap into, from a
+// "tag#id" HX-Target header ("" when there is none).
+func hxTarget(c *fiber.Ctx) string {
+	t := c.Get("HX-Target")
+	if i := strings.IndexByte(t, '#'); i >= 0 {
+		return t[i+1:]
+	}
+	return ""
+}
+
+// view is what every template receives.
+type view struct {
+	Title  string
+	Nav    string // which navigation entry is current: orders, inquiry, new
+	Notice string // a message for the live region
+
+	Order *store.Order
+	Form  *orderForm
+	List  *listView
+	Error *errorView
+}
+
+type errorView struct {
+	Status    int
+	Message   string
+	RequestID string
+}
+
+// render answers with the representation the request asks for: JSON body
+// data, or the partial as a fragment, or the partial inside the layout.
+func render(c *fiber.Ctx, status int, partial string, v *view, data any) error {
+	r, err := negotiate(c)
+	if err != nil {
+		return err
+	}
+	return renderAs(c, r, status, partial, v, data)
+}
+
+func renderAs(c *fiber.Ctx, r repr, status int, partial string, v *view, data any) error {
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	switch r {
+	case reprJSON:
+		return sendJSON(c, status, data)
+	case reprFragment:
+		c.Status(status)
+		return c.Render(partial, v, layoutBare)
+	default:
+		if v.Notice == "" {
+			v.Notice = takeFlash(c)
+		}
+		c.Status(status)
+		return c.Render(partial, v, layoutPage)
+	}
+}
+
+func sendJSON(c *fiber.Ctx, status int, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	c.Status(status)
+	c.Set(fiber.HeaderContentType, "application/json; charset=utf-8")
+	return c.Send(b)
+}
+
+// flash carries a notice across the redirect that follows a plain form post.
+const flashCookie = "notice"
+
+func setFlash(c *fiber.Ctx, msg string) {
+	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/",
+		MaxAge: 60, HTTPOnly: true, SameSite: "Lax"})
+}
+
+func takeFlash(c *fiber.Ctx) string {
+	v := c.Cookies(flashCookie)
+	if v == "" {
+		return ""
+	}
+	c.ClearCookie(flashCookie)
+	msg, err := url.QueryUnescape(v)
+	if err != nil || len(msg) > 200 {
+		return ""
+	}
+	return msg
+}
+
+// errorHandler is the one place that turns an error into a response: the
+// status from the error's code, the body in the representation asked for.
+func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
+	status := fiber.StatusInternalServerError
+	msg := "something went wrong on our side; the request id helps us find it"
+	var (
+		fields  map[string]string
+		current *store.Order
+		fe      *fiber.Error
+		se      *store.Error
+	)
+	switch {
+	case errors.As(err, &se):
+		switch se.Code {
+		case store.ENOTFOUND:
+			status, msg = fiber.StatusNotFound, se.Message
+		case store.EINVALID:
+			status, msg, fields = fiber.StatusUnprocessableEntity, se.Message, se.Fields
+		case store.ECONFLICT:
+			status, msg, current = fiber.StatusConflict, se.Message, se.Current
+		case store.EPRECONDITION:
+			status, msg, current = fiber.StatusPreconditionFailed, se.Message, se.Current
+		case store.EUNAVAILABLE:
+			status, msg = fiber.StatusServiceUnavailable, se.Message
+			c.Set(fiber.HeaderRetryAfter, "1")
+		}
+	case errors.As(err, &fe):
+		status, msg = fe.Code, fe.Message
+		if status == fiber.StatusNotFound {
+			msg = "there is nothing at " + c.Path()
+		}
+		if status == fiber.StatusMethodNotAllowed {
+			msg = c.Method() + " is not allowed here"
+		}
+	}
+	if status >= 500 && status != fiber.StatusServiceUnavailable {
+		h.log.Error("request failed", "err", err, "path", c.Path(), "request_id", requestIDOf(c))
+	} else if status == fiber.StatusServiceUnavailable {
+		h.log.Warn("redis unavailable", "err", err, "request_id", requestIDOf(c))
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	r, nerr := negotiate(c)
+	if nerr != nil {
+		// Neither HTML nor JSON is acceptable: plain text is all that is left.
+		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+		return c.Status(status).SendString(msg + "\n")
+	}
+	if r == reprJSON {
+		body := fiber.Map{"error": msg, "request_id": requestIDOf(c)}
+		if fields != nil {
+			body["errors"] = fields
+		}
+		if current != nil {
+			body["current"] = current
+		}
+		return sendJSON(c, status, body)
+	}
+	v := &view{Title: errorTitle(status), Error: &errorView{Status: status, Message: msg, RequestID: requestIDOf(c)}}
+	return renderAs(c, r, status, "partials/error", v, nil)
+}
+
+func errorTitle(status int) string {
+	switch status {
+	case fiber.StatusNotFound:
+		return "Not found"
+	case fiber.StatusServiceUnavailable:
+		return "Try again shortly"
+	}
+	if status >= 500 {
+		return "Something went wrong"
+	}
+	return "Cannot do that"
+}

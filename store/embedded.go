@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Embedded is the in-process Redis (miniredis) that `go run .` uses, made
+// durable by a snapshot file: loaded at start, written atomically (temp
+// file, fsync, rename) every few seconds when something changed, and on
+// Close. miniredis itself keeps nothing on disk.
+type Embedded struct {
+	m      *miniredis.Miniredis
+	client *redis.Client
+	path   string
+	log    *slog.Logger
+
+	// pause is held shared by every write command and exclusively by a
+	// snapshot, so a snapshot never sees half of a transaction.
+	pause sync.RWMutex
+	dirty atomic.Bool
+	stop  chan struct{}
+	done  chan struct{}
+	// Interval between snapshots (default 2 s).
+	Interval time.Duration
+}
+
+// snapshotFile is the snapshot's format: every key with its type and value.
+type snapshotFile struct {
+	Format  string                  `json:"format"`
+	Written time.Time               `json:"written"`
+	Keys    map[string]snapshotItem `json:"keys"`
+}
+
+type snapshotItem struct {
+	String *string            `json:"string,omitempty"`
+	Hash   map[string]string  `json:"hash,omitempty"`
+	ZSet   map[string]float64 `json:"zset,omitempty"`
+}
+
+const snapshotFormat = "orders-snapshot-1"
+
+// OpenEmbedded starts miniredis on a loopback port and loads the snapshot
+// at path ("" keeps nothing). A snapshot that cannot be read is an error:
+// it is never silently replaced.
+func OpenEmbedded(path string, opt *redis.Options, log *slog.Logger) (*Embedded, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("starting the embedded store: %w", err)
+	}
+	e := &Embedded{m: m, path: path, log: log, Interval: 2 * time.Second}
+	if err := e.load(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	o := *opt
+	o.Addr = m.Addr()
+	e.client = redis.NewClient(&o)
+	e.client.AddHook(pauseHook{e})
+	if path != "" {
+		e.stop, e.done = make(chan struct{}), make(chan struct{})
+		go e.loop()
+	}
+	return e, nil
+}
+
+// Client returns the client the application uses.
+func (e *Embedded) Client() *redis.Client { return e.client }
+
+// Close writes a last snapshot and stops the embedded store.
+func (e *Embedded) Close() error {
+	var err error
+	if e.stop != nil {
+		close(e.stop)
+		<-e.done
+		err = e.Snapshot()
+	}
+	e.client.Close()
+	e.m.Close()
+	return err
+}
+
+func (e *Embedded) load() error {
+	if e.path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(e.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the snapshot %s: %w", e.path, err)
+	}
+	var snap snapshotFile
+	if err := json.Unmarshal(b, &snap); err != nil || snap.Format != snapshotFormat {
+		return fmt.Errorf("the snapshot %s is damaged or not an orders snapshot (%v); move it aside to start empty, or restore a good copy", e.path, err)
+	}
+	for k, v := range snap.Keys {
+		switch {
+		case v.String != nil:
+			_ = e.m.Set(k, *v.String)
+		case v.Hash != nil:
+			fv := make([]string, 0, 2*len(v.Hash))
+			for f, val := range v.Hash {
+				fv = append(fv, f, val)
+			}
+			e.m.HSet(k, fv...)
+		case v.ZSet != nil:
+			for m, s := range v.ZSet {
+				_, _ = e.m.ZAdd(k, s, m)
+			}
+		}
+	}
+	e.log.Info("loaded the snapshot", "file", e.path, "keys", len(snap.Keys), "written", snap.Written)
+	return nil
+}
+
+func (e *Embedded) loop() {
+	defer close(e.done)
+	t := time.NewTicker(e.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			if e.dirty.Load() {
+				if err := e.Snapshot(); err != nil {
+					e.log.Error("writing the snapshot failed", "file", e.path, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// Snapshot writes every key to the snapshot file now, with writes paused.
+func (e *Embedded) Snapshot() error {
+	if e.path == "" {
+		return nil
+	}
+	e.pause.Lock()
+	e.dirty.Store(false)
+	snap := snapshotFile{Format: snapshotFormat, Written: time.Now().UTC(), Keys: map[string]snapshotItem{}}
+	for _, k := range e.m.Keys() {
+		switch e.m.Type(k) {
+		case "string":
+			v, _ := e.m.Get(k)
+			snap.Keys[k] = snapshotItem{String: &v}
+		case "hash":
+			fields, _ := e.m.HKeys(k)
+			h := make(map[string]string, len(fields))
+			for _, f := range fields {
+				h[f] = e.m.HGet(k, f)
+			}
+			snap.Keys[k] = snapshotItem{Hash: h}
+		case "zset":
+			z, _ := e.m.SortedSet(k)
+			snap.Keys[k] = snapshotItem{ZSet: z}
+		}
+	}
+	e.pause.Unlock()
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(e.path, b); err != nil {
+		e.dirty.Store(true)
+		return err
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data so that a crash leaves either the
+// old file or the new one: temp file, fsync, rename, fsync of the folder.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".orders-snapshot-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// readOnly lists the commands the application sends that change nothing.
+var readOnly = map[string]bool{
+	"ping": true, "hgetall": true, "hget": true, "hmget": true, "exists": true, "get": true,
+	"zcard": true, "zrange": true, "zrevrange": true, "zrangebylex": true, "zlexcount": true,
+	"zscore": true, "watch": true, "unwatch": true, "hello": true, "client": true, "info": true,
+	"type": true, "scan": true,
+}
+
+type pauseHook struct{ e *Embedded }
+
+func (pauseHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h pauseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if readOnly[strings.ToLower(cmd.Name())] {
+			return next(ctx, cmd)
+		}
+		h.e.pause.RLock()
+		defer h.e.pause.RUnlock()
+		h.e.dirty.Store(true)
+		return next(ctx, cmd)
+	}
+}
+
+func (h pauseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if !readOnly[strings.ToLower(c.Name())] {
+				h.e.pause.RLock()
+				defer h.e.pause.RUnlock()
+				h.e.dirty.Store(true)
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
