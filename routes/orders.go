@@ -299,7 +299,7 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 			f.fill(nil, in)
 			f.Errors = fields
 			return renderAs(c, r, fiber.StatusUnprocessableEntity, "partials/orders/form",
-				&view{Title: "New order", Nav: "new", Form: f, Notice: "The order was not created: please correct the marked fields."}, nil)
+				&view{Title: "New order", Nav: "new", Form: f}, nil)
 		}
 		return err
 	}
@@ -398,7 +398,6 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 		status := fiber.StatusUnprocessableEntity
 		if se.Code == store.EINVALID {
 			f.Errors = se.Fields
-			v.Notice = "The order was not saved: please correct the marked fields."
 		} else {
 			status = fiber.StatusConflict
 			f.Conflict = se.Current

@@ -70,6 +70,9 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 			o.CreatedAt, o.UpdatedAt = created, created
 			if o.Status != Pending {
 				o.UpdatedAt = created.Add(time.Duration(rnd.Int64N(72*3600)) * time.Second)
+				if o.UpdatedAt.After(now) {
+					o.UpdatedAt = now
+				}
 			}
 			orders = append(orders, o)
 		}

@@ -1,0 +1,278 @@
+package routes
+
+// Every GET URI in its three representations (CONTRACT §2), the HX-Target
+// narrowing, ETags, and the headers every response carries.
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// getURIs are the GET URIs of the order resource for order id, each with
+// the id of its partial's root element and a check of its JSON shape.
+func getURIs(o orderJSON) []struct {
+	name, path, root string
+	wantJSON         func(t *testing.T, r *resp)
+} {
+	return []struct {
+		name, path, root string
+		wantJSON         func(t *testing.T, r *resp)
+	}{
+		{"list", "/orders", "orders", func(t *testing.T, r *resp) { wantListJSON(t, r, false, 1) }},
+		{"new", "/orders/new", "order-form", func(t *testing.T, r *resp) {
+			m := r.object(t)
+			for _, k := range []string{"customer", "email", "status", "currency", "notes", "items", "statuses"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s: JSON has keys %v, want %q among them", r.what, keys(m), k)
+				}
+			}
+			if m["status"] != "pending" || m["currency"] != "USD" {
+				t.Errorf("%s: got status %v currency %v, want the defaults pending USD", r.what, m["status"], m["currency"])
+			}
+		}},
+		{"show", path(o.ID), "order", func(t *testing.T, r *resp) {
+			var got orderJSON
+			r.json(t, &got)
+			if got.ID != o.ID || got.Customer != o.Customer || got.Version != 1 || len(got.Items) != 1 || got.Total != "3.00" {
+				t.Errorf("%s: got %+v, want order %d of %q, version 1, one item, total 3.00", r.what, got, o.ID, o.Customer)
+			}
+		}},
+		{"edit", path(o.ID, "/edit"), "order-form", func(t *testing.T, r *resp) {
+			var got struct {
+				Order         orderJSON `json:"order"`
+				Statuses      []string  `json:"statuses"`
+				ItemsEditable *bool     `json:"items_editable"`
+			}
+			r.json(t, &got)
+			if got.Order.ID != o.ID || strings.Join(got.Statuses, ",") != "pending,confirmed,cancelled" ||
+				got.ItemsEditable == nil || !*got.ItemsEditable {
+				t.Errorf("%s: got %+v, want order %d, statuses pending,confirmed,cancelled, items_editable true", r.what, got, o.ID)
+			}
+		}},
+		{"inquiry", "/orders/inquiry", "inquiry", func(t *testing.T, r *resp) { wantListJSON(t, r, true, 1) }},
+	}
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// wantListJSON checks the List and Inquiry JSON shape (CONTRACT §4).
+func wantListJSON(t *testing.T, r *resp, inquiry bool, total int) map[string]any {
+	t.Helper()
+	m := r.object(t)
+	for _, k := range []string{"orders", "page", "per_page", "total", "prev", "next"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s: JSON has keys %v, want %q among them", r.what, keys(m), k)
+		}
+	}
+	if m["total"] != float64(total) {
+		t.Errorf("%s: got total %v, want %d", r.what, m["total"], total)
+	}
+	orders, _ := m["orders"].([]any)
+	for _, e := range orders {
+		entry := e.(map[string]any)
+		for _, k := range []string{"id", "customer", "status", "item_count", "total", "version"} {
+			if _, ok := entry[k]; !ok {
+				t.Errorf("%s: entry %v lacks %q", r.what, entry, k)
+			}
+		}
+		items, has := entry["items"]
+		if inquiry && !has {
+			t.Errorf("%s: Inquiry entry %v has no items, want them", r.what, entry)
+		}
+		if !inquiry && has {
+			t.Errorf("%s: List entry has items %v, want none (item_count and total only)", r.what, items)
+		}
+		if inquiry && has && len(items.([]any)) != int(entry["item_count"].(float64)) {
+			t.Errorf("%s: Inquiry entry has %d items, item_count %v", r.what, len(items.([]any)), entry["item_count"])
+		}
+	}
+	return m
+}
+
+func TestRepresentations(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		o := a.createNamed(t, "Ada Lovelace")
+		for _, u := range getURIs(o) {
+			t.Run(u.name, func(t *testing.T) {
+				modes := []struct {
+					name  string
+					h     H
+					check func(t *testing.T, r *resp)
+				}{
+					{"page", hPage, func(t *testing.T, r *resp) { r.wantPage(t, u.root) }},
+					{"no headers", H{}, func(t *testing.T, r *resp) { r.wantPage(t, u.root) }},
+					{"fragment", hHX, func(t *testing.T, r *resp) { r.wantFragment(t, u.root) }},
+					{"json", hJSON, u.wantJSON},
+					{"json over html", H{"Accept": "text/html;q=0.5, application/json"}, u.wantJSON},
+					{"json with htmx headers", hHX.with(hJSON), u.wantJSON},
+					{"history restore", hRestore, func(t *testing.T, r *resp) { r.wantPage(t, u.root) }},
+					{"htmx full", hHXFull, func(t *testing.T, r *resp) { r.wantPage(t, u.root) }},
+				}
+				for _, m := range modes {
+					t.Run(m.name, func(t *testing.T) {
+						r := a.get(t, u.path, m.h).wantStatus(t, http.StatusOK).wantNegotiated(t)
+						m.check(t, r)
+					})
+				}
+			})
+		}
+	})
+}
+
+func TestPageLayout(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		r := a.get(t, "/orders", hPage).wantStatus(t, http.StatusOK)
+		r.wantContains(t, `href="/orders"`, `href="/orders/inquiry"`, `href="/orders/new"`,
+			`role="status"`, `aria-live="polite"`, `src="/public/js/htmx.min.js"`, `rel="icon"`)
+		// No inline script or style (strict CSP, CONTRACT §7).
+		r.wantLacks(t, "<script>", "<style", " style=", " hx-on", "onclick=")
+		csp := r.header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("%s: got Content-Security-Policy %q, want script-src 'self' and no unsafe-inline", r.what, csp)
+		}
+		if got := r.header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s: got X-Content-Type-Options %q, want nosniff", r.what, got)
+		}
+	})
+}
+
+// TestHXTarget covers the targets the server knows (routes/orders.go).
+func TestHXTarget(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		o := a.create(t, map[string]any{"customer": "Grace Hopper", "email": "grace@example.com",
+			"items": []any{item("Compiler", 1, "10.00")}})
+		row := "tr#" + rowID(o.ID)
+		rowStart := `<tr id="` + rowID(o.ID) + `"`
+
+		t.Run("list results", func(t *testing.T) {
+			for _, p := range []string{"/orders", "/orders/inquiry"} {
+				r := a.get(t, p+"?q=gr", hxTo("div#order-results")).wantStatus(t, http.StatusOK).wantNegotiated(t)
+				r.wantFragment(t, "order-results").wantLacks(t, `id="search"`, `<h1>`).wantContains(t, "Grace Hopper")
+				if !strings.HasPrefix(strings.TrimSpace(r.body), `<div id="order-results"`) {
+					t.Errorf("%s: want the body to be the results div; got:\n%s", r.what, snippet(r.body))
+				}
+			}
+		})
+		t.Run("list whole", func(t *testing.T) {
+			// Another target (or none) gets the whole partial.
+			a.get(t, "/orders", hxTo("main#main")).wantStatus(t, http.StatusOK).
+				wantFragment(t, "orders").wantContains(t, `id="search"`, `id="order-results"`)
+		})
+		t.Run("show row", func(t *testing.T) {
+			r := a.get(t, path(o.ID), hxTo(row)).wantStatus(t, http.StatusOK).wantNegotiated(t)
+			if !strings.HasPrefix(strings.TrimSpace(r.body), rowStart+">") {
+				t.Errorf("%s: want the body to start with %s>; got:\n%s", r.what, rowStart, snippet(r.body))
+			}
+			r.wantLacks(t, `id="order"`, "<html").wantContains(t, "Grace Hopper", "10.00")
+			// Another order's row target is not this order's row.
+			a.get(t, path(o.ID), hxTo("tr#order-row-999")).wantStatus(t, http.StatusOK).wantFragment(t, "order")
+		})
+		t.Run("edit row", func(t *testing.T) {
+			r := a.get(t, path(o.ID, "/edit"), hxTo(row)).wantStatus(t, http.StatusOK).wantNegotiated(t)
+			if !strings.HasPrefix(strings.TrimSpace(r.body), rowStart+` class="editing">`) {
+				t.Errorf("%s: want the row form starting with %s class=\"editing\">; got:\n%s", r.what, rowStart, snippet(r.body))
+			}
+			r.wantLacks(t, `id="order-form"`).wantContains(t, `class="row-form"`, `name="version" value="1"`,
+				`value="Grace Hopper"`, `hx-put="/orders/`)
+		})
+		t.Run("put row", func(t *testing.T) {
+			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Grace B. Hopper", "email", "grace@example.com", "status", "pending", "version", "1"), hxTo(row))
+			r.wantStatus(t, http.StatusOK).wantNegotiated(t)
+			if !strings.HasPrefix(strings.TrimSpace(r.body), rowStart+">") {
+				t.Errorf("%s: want the updated row; got:\n%s", r.what, snippet(r.body))
+			}
+			r.wantContains(t, "Grace B. Hopper", `hx-target="#notice"`, "saved").wantLacks(t, "row-form")
+		})
+		t.Run("put row invalid", func(t *testing.T) {
+			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Grace", "email", "not an address", "version", "2"), hxTo(row))
+			r.wantStatus(t, http.StatusUnprocessableEntity).wantNegotiated(t)
+			if !strings.HasPrefix(strings.TrimSpace(r.body), rowStart+` class="editing">`) {
+				t.Errorf("%s: want the row form; got:\n%s", r.what, snippet(r.body))
+			}
+			r.wantFieldError(t, "row-"+itoa(o.ID)+"-email", "must be one email address", "not an address")
+			r.wantContains(t, `value="Grace"`, `name="version" value="2"`)
+			if got := a.fetch(t, o.ID); got.Customer != "Grace B. Hopper" || got.Version != 2 {
+				t.Errorf("after a 422 got customer %q version %d, want the stored Grace B. Hopper version 2", got.Customer, got.Version)
+			}
+		})
+		t.Run("put row conflict", func(t *testing.T) {
+			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Stale Edit", "version", "1"), hxTo(row))
+			r.wantStatus(t, http.StatusConflict).wantNegotiated(t)
+			if !strings.HasPrefix(strings.TrimSpace(r.body), rowStart+` class="editing">`) {
+				t.Errorf("%s: want the row form; got:\n%s", r.what, snippet(r.body))
+			}
+			// The stored values in the notice, the stored version in the form
+			// (so saving again overwrites), the typed value kept.
+			r.wantContains(t, `class="conflict"`, "now version 2", "Grace B. Hopper", `name="version" value="2"`, `value="Stale Edit"`)
+			if got := a.fetch(t, o.ID); got.Customer != "Grace B. Hopper" {
+				t.Errorf("after a 409 got customer %q, want the stored Grace B. Hopper", got.Customer)
+			}
+		})
+	})
+}
+
+func TestETag(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		o := a.createNamed(t, "Etta")
+		tags := map[string]string{}
+		for _, m := range []struct {
+			name string
+			h    H
+		}{{"page", hPage}, {"fragment", hHX}, {"json", hJSON}, {"row", hxTo("tr#" + rowID(o.ID))}} {
+			r := a.get(t, path(o.ID), m.h).wantStatus(t, http.StatusOK)
+			tags[m.name] = r.header.Get("ETag")
+			if tags[m.name] == "" {
+				t.Fatalf("%s: no ETag", r.what)
+			}
+			for other, tg := range tags {
+				if other != m.name && tg == tags[m.name] {
+					t.Errorf("%s and %s share ETag %s; want one per representation", other, m.name, tg)
+				}
+			}
+			// Its own ETag gives 304, and so does any ETag of this version.
+			for _, tg := range []string{tags[m.name], tags["page"], `W/` + tags[m.name], `"x", ` + tags[m.name], "*"} {
+				r := a.get(t, path(o.ID), m.h.with(H{"If-None-Match": tg}))
+				r.wantStatus(t, http.StatusNotModified)
+				if r.body != "" {
+					t.Errorf("%s: 304 with body %q, want none", r.what, r.body)
+				}
+			}
+		}
+		// A different ETag, or another order's, gives the representation.
+		for _, tg := range []string{`"o` + itoa(o.ID) + `v2-json"`, `"o` + itoa(o.ID+1) + `v1-json"`, `"nonsense"`} {
+			a.get(t, path(o.ID), hJSON.with(H{"If-None-Match": tg})).wantStatus(t, http.StatusOK)
+		}
+		// After a change the old ETag no longer matches.
+		a.update(t, o.ID, map[string]any{"notes": "changed"})
+		r := a.get(t, path(o.ID), hJSON.with(H{"If-None-Match": tags["json"]})).wantStatus(t, http.StatusOK)
+		if r.header.Get("ETag") == tags["json"] {
+			t.Errorf("%s: ETag %s did not change with the version", r.what, tags["json"])
+		}
+	})
+}
+
+func TestHealthAndStatic(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		a.get(t, "/healthz", H{}).wantStatus(t, http.StatusOK)
+		a.get(t, "/readyz", H{}).wantStatus(t, http.StatusOK)
+		r := a.get(t, "/public/js/htmx.min.js", H{}).wantStatus(t, http.StatusOK)
+		if ct := r.header.Get("Content-Type"); !strings.Contains(ct, "javascript") {
+			t.Errorf("%s: got Content-Type %q, want JavaScript", r.what, ct)
+		}
+		if len(r.body) < 10000 {
+			t.Errorf("%s: got %d bytes, want the htmx library", r.what, len(r.body))
+		}
+		for _, p := range []string{"/public/js/app.js", "/public/css/app.css", "/public/favicon.svg"} {
+			a.get(t, p, H{}).wantStatus(t, http.StatusOK)
+		}
+		a.get(t, "/public/nope.js", H{}).wantStatus(t, http.StatusNotFound)
+		a.get(t, "/", hPage).wantStatus(t, http.StatusSeeOther).wantHeader(t, "Location", "/orders")
+	})
+}
