@@ -58,8 +58,9 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	q.Normalize()
 	out := Page{Page: q.Page, PerPage: q.PerPage, Orders: []Order{}}
 	offset := int64(q.Page-1) * int64(q.PerPage)
-	if offset > 1<<40 {
-		return out, nil // far past any end
+	if int64(q.Page) > 1<<40/MaxPerPage || offset > 1<<40 {
+		// Far past any end, without overflow: empty, with the total counted.
+		offset = 1 << 40
 	}
 	count := int64(q.PerPage)
 

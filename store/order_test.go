@@ -72,8 +72,12 @@ func TestValidateNewOrder(t *testing.T) {
 		{"email no domain", func(in *store.Input) { in.Email = ptr("ada@") }, "email", msgEmail},
 		{"email two addresses", func(in *store.Input) { in.Email = ptr("a@example.com, b@example.com") }, "email", msgEmail},
 		{"email with a name", func(in *store.Input) { in.Email = ptr("Ada <ada@example.com>") }, "email", msgEmail},
-		{"email 254", func(in *store.Input) { in.Email = ptr(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 185) + ".com") }, "", ""},
-		{"email 255", func(in *store.Input) { in.Email = ptr(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 186) + ".com") }, "email", "must be at most 254 characters"},
+		{"email 254", func(in *store.Input) {
+			in.Email = ptr(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 185) + ".com")
+		}, "", ""},
+		{"email 255", func(in *store.Input) {
+			in.Email = ptr(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 186) + ".com")
+		}, "email", "must be at most 254 characters"},
 		{"notes 2000", func(in *store.Input) { in.Notes = ptr(strings.Repeat("n", 2000)) }, "", ""},
 		{"notes 2001", func(in *store.Input) { in.Notes = ptr(strings.Repeat("n", 2001)) }, "notes", "must be at most 2000 characters"},
 		{"notes newlines", func(in *store.Input) { in.Notes = ptr("line 1\r\nline 2\n\tindented") }, "", ""},

@@ -77,7 +77,8 @@ func (s *Store) nameIndex(st Status) string {
 // nameMember is an order's entry in a name index: the folded name, a NUL,
 // then the id inverted and zero-padded so that equal names sort newest first.
 func nameMember(customer string, id int64) string {
-	return foldName(customer) + "\x00" + strconv.FormatInt(1e18-id, 10)
+	inv := strconv.FormatInt(1e18-id, 10)
+	return foldName(customer) + "\x00" + strings.Repeat("0", 18-len(inv)) + inv
 }
 
 func memberID(m string) (int64, bool) {

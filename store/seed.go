@@ -62,7 +62,7 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 			if rnd.IntN(3) > 0 {
 				o.Email = lower(o.Customer) + "@example.com"
 			}
-			for k := 0; k < 1+rnd.IntN(5); k++ {
+			for k, n := 0, 1+rnd.IntN(5); k < n; k++ {
 				p := products[rnd.IntN(len(products))]
 				o.Items = append(o.Items, Item{SKU: p.sku, Name: p.name, Quantity: 1 + rnd.Int64N(4), UnitPrice: p.price})
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ func TestStore(t *testing.T) {
 // clock is a settable time source for store.Options.Now.
 type clock struct{ unix atomic.Int64 }
 
-func (c *clock) Now() time.Time         { return time.Unix(c.unix.Load(), 0) }
+func (c *clock) Now() time.Time          { return time.Unix(c.unix.Load(), 0) }
 func (c *clock) Advance(d time.Duration) { c.unix.Add(int64(d / time.Second)) }
 
 // fixture is a store with its own key space inside a target.
@@ -385,7 +386,12 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		wantPage(t, "page 2 of 2", f.list(t, store.Query{Page: 2, PerPage: 2}), 5, 3, 2)
 		wantPage(t, "page 3 of 2", f.list(t, store.Query{Page: 3, PerPage: 2}), 5, 1)
 		wantPage(t, "page past end", f.list(t, store.Query{Page: 4, PerPage: 2}), 5)
-		wantPage(t, "page far past end", f.list(t, store.Query{Page: 1 << 40, PerPage: 100}), 5)
+		// Huge pages are empty, never wrap around to the start.
+		for _, pg := range []int{1 << 40, math.MaxInt / 50, math.MaxInt/100 + 2, math.MaxInt} {
+			wantPage(t, fmt.Sprint("page ", pg), f.list(t, store.Query{Page: pg, PerPage: 100}), 5)
+			wantPage(t, fmt.Sprint("search, page ", pg), f.list(t, store.Query{Q: "cust", Page: pg, PerPage: 100}), 5)
+			wantPage(t, fmt.Sprint("digits, page ", pg), f.list(t, store.Query{Q: "3", Page: pg, PerPage: 100}), 1)
+		}
 		wantPage(t, "page 0", f.list(t, store.Query{Page: 0, PerPage: 2}), 5, 5, 4)
 		wantPage(t, "page -3", f.list(t, store.Query{Page: -3, PerPage: 2}), 5, 5, 4)
 		p := f.list(t, store.Query{Page: 2, PerPage: 2})

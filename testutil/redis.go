@@ -68,12 +68,10 @@ func Targets(t testing.TB) []Target {
 	cancel()
 	if err != nil {
 		_ = c.Close()
-		msg := "*** SKIPPING real-Redis suite: no Redis at " + addr + " (" + err.Error() +
-			"); set ORDERS_TEST_REDIS or run .ci/run ***"
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
-			t.Fatal(msg)
+			t.Fatalf("*** no Redis at %s (%v), and ORDERS_REQUIRE_REDIS=1 ***", addr, err)
 		}
-		t.Log(msg)
+		t.Logf("*** SKIPPING real-Redis suite: no Redis at %s (%v); set ORDERS_TEST_REDIS or run .ci/run ***", addr, err)
 	} else {
 		targets = append(targets, realTarget(t, "redis", c, false))
 	}
@@ -171,9 +169,9 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // CountingClient returns a new client to the same single Redis as tg (not
-// a Cluster: it skips the test then) that counts its round trips. The pool
-// is warmed with a Ping and the count reset, so connection setup (HELLO,
-// CLIENT) is not counted.
+// a Cluster: it skips the test then) that counts its round trips. Its pools
+// are warmed (a command, a pipeline, a transaction) and the count reset, so
+// connection setup (HELLO, CLIENT SETINFO) is not counted.
 func CountingClient(t testing.TB, tg Target) (*redis.Client, *Counter) {
 	t.Helper()
 	base, ok := tg.Client.(*redis.Client)
@@ -188,8 +186,17 @@ func CountingClient(t testing.TB, tg Target) (*redis.Client, *Counter) {
 	t.Cleanup(func() { _ = c.Close() })
 	n := &Counter{}
 	c.AddHook(n)
-	if err := c.Ping(context.Background()).Err(); err != nil {
+	// go-redis keeps pipelines in a pool of their own: warm both.
+	ctx := context.Background()
+	warm := func(p redis.Pipeliner) error { p.Ping(ctx); return nil }
+	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("%s: ping: %v", tg.Name, err)
+	}
+	if _, err := c.Pipelined(ctx, warm); err != nil {
+		t.Fatalf("%s: pipelined ping: %v", tg.Name, err)
+	}
+	if _, err := c.TxPipelined(ctx, warm); err != nil {
+		t.Fatalf("%s: transaction ping: %v", tg.Name, err)
 	}
 	n.Reset()
 	return c, n
