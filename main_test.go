@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// logWriter collects run's log and reports the address it serves on.
+type logWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+}
+
+var servingRE = regexp.MustCompile(`url=http://([^/\s]+)/orders`)
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := servingRE.FindSubmatch(p); m != nil {
+		select {
+		case w.addr <- string(m[1]):
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+// startRun runs the real program on a free port, as `go run .` would, and
+// returns its base URL and a stop function that waits for run to return.
+func startRun(t *testing.T, args ...string) (string, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &logWriter{addr: make(chan string, 1)}
+	done := make(chan error, 1)
+	getenv := func(string) string { return "" }
+	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, w, io.Discard) }()
+	select {
+	case addr := <-w.addr:
+		base := "http://" + addr
+		// Poll /healthz as a client would.
+		for i := 0; i < 50; i++ {
+			if resp, err := http.Get(base + "/healthz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		var once sync.Once
+		var runErr error
+		return base, func() error {
+			once.Do(func() { cancel(); runErr = <-done })
+			return runErr
+		}
+	case err := <-done:
+		cancel()
+		t.Fatalf("run ended before serving: %v\n%s", err, w.buf.String())
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatalf("run did not start serving in 10 s:\n%s", w.buf.String())
+	}
+	return "", nil
+}
+
+func createOrder(t *testing.T, base, customer string) int64 {
+	t.Helper()
+	body := `{"customer":"` + customer + `","items":[{"name":"Mug","quantity":3,"unit_price":"0.10"}]}`
+	req, _ := http.NewRequest("POST", base+"/orders", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var o struct {
+		ID    int64  `json:"id"`
+		Total string `json:"total"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create: status %d, err %v; want 201 and an order", resp.StatusCode, err)
+	}
+	if o.Total != "0.30" {
+		t.Errorf("total = %q, want 0.30", o.Total)
+	}
+	return o.ID
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRunKeepsOrdersAcrossRestarts starts the program on the embedded store,
+// creates an order, stops it as SIGTERM would, and starts it again on the
+// same snapshot file: the order is still there.
+func TestRunKeepsOrdersAcrossRestarts(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "orders.json")
+	base, stop := startRun(t, "-data", data)
+	if got := getStatus(t, base+"/readyz"); got != 200 {
+		t.Errorf("/readyz = %d, want 200", got)
+	}
+	id := createOrder(t, base, "Ada Lovelace")
+	if err := stop(); err != nil {
+		t.Fatalf("run returned %v after shutdown, want nil", err)
+	}
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("no snapshot after shutdown: %v", err)
+	}
+
+	base, stop = startRun(t, "-data", data)
+	defer stop()
+	if got := getStatus(t, base+"/orders/1"); got != 200 || id != 1 {
+		t.Errorf("after restart GET /orders/%d = %d, want 200", id, got)
+	}
+	// Ids are never reused: the counter came back too.
+	if next := createOrder(t, base, "Alan Turing"); next != 2 {
+		t.Errorf("next id after restart = %d, want 2", next)
+	}
+}
+
+// TestRunRefusesDamagedSnapshot: a snapshot that cannot be read stops the
+// start with a message naming the file, and the file is left as it was.
+func TestRunRefusesDamagedSnapshot(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "orders.json")
+	if err := os.WriteFile(data, []byte(`{"format":"orders-snapshot-1","keys":{`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", data}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), data) {
+		t.Fatalf("run with a damaged snapshot returned %v; want an error naming %s", err, data)
+	}
+	if b, _ := os.ReadFile(data); string(b) != `{"format":"orders-snapshot-1","keys":{` {
+		t.Errorf("the damaged snapshot was changed to %q", b)
+	}
+}
+
+// TestRunSeeds: -seed N fills an empty store, and only an empty one.
+func TestRunSeeds(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "orders.json")
+	base, stop := startRun(t, "-data", data, "-seed", "30")
+	var page struct {
+		Total int `json:"total"`
+	}
+	req, _ := http.NewRequest("GET", base+"/orders", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if page.Total != 30 {
+		t.Errorf("after -seed 30 the list total is %d, want 30", page.Total)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	base, stop = startRun(t, "-data", data, "-seed", "30")
+	defer stop()
+	if got := getStatus(t, base+"/orders/31"); got != 404 {
+		t.Errorf("a second start with -seed 30 created order 31 (GET = %d); want no seeding of a non-empty store", got)
+	}
+}
+
+func TestConfigFlagsWinOverEnvironment(t *testing.T) {
+	env := map[string]string{"ADDR": "127.0.0.1:4000", "REDIS_URL": "redis://127.0.0.1:6379/2", "SEED": "5"}
+	getenv := func(k string) string { return env[k] }
+	c, err := parseConfig([]string{"-addr", "127.0.0.1:5000"}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.addr != "127.0.0.1:5000" || c.redis != "redis://127.0.0.1:6379/2" || c.seed != 5 || c.data != "data/orders.json" {
+		t.Errorf("config = %+v; want the -addr flag over ADDR, REDIS_URL and SEED from the environment, the default data file", c)
+	}
+	if _, err := parseConfig(nil, func(k string) string { return map[string]string{"SEED": "many"}[k] }, io.Discard); err == nil {
+		t.Error("SEED=many was accepted; want an error")
+	}
+}
