@@ -153,6 +153,7 @@ var funcs = template.FuncMap{
 	},
 	"statuses": func() []store.Status { return store.Statuses },
 	"itemKey":  store.ItemKey,
+	"add1":     func(n int) int { return n + 1 },
 	// rowView gives a list row the view a single-row fragment gets.
 	"rowView": func(o store.Order) *view { return &view{Order: &o} },
 	"itemRow": func(f *orderForm, it itemForm) itemRowView { return itemRowView{f, it} },

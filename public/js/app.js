@@ -43,7 +43,7 @@
     row.querySelectorAll("[name],[id],[for],[aria-describedby],[aria-label]").forEach(function (el) {
       ["name", "id", "for", "aria-describedby", "aria-label"].forEach(function (a) {
         var v = el.getAttribute(a);
-        if (v) el.setAttribute(a, v.replace(/items\[\d+\]/g, "items[" + n + "]").replace(/items-\d+-/g, "items-" + n + "-").replace(/(item row |of item )\d+/g, "$1" + n));
+        if (v) el.setAttribute(a, v.replace(/items\[\d+\]/g, "items[" + n + "]").replace(/items-\d+-/g, "items-" + n + "-").replace(/(item row |of item )\d+/g, "$1" + (n + 1)));
       });
     });
   }
