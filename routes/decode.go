@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,7 +191,9 @@ func decodeJSON(body []byte) (store.Input, error) {
 		}
 		return in, badRequest("the body is not valid JSON")
 	}
-	if dec.More() {
+	// More is false before a stray '}' or ']', so ask for the next token:
+	// only the end of the body may follow the object.
+	if _, err := dec.Token(); err != io.EOF {
 		return in, badRequest("the body must hold one JSON object")
 	}
 	in.Customer, in.Email, in.Status, in.Currency, in.Notes = j.Customer, j.Email, j.Status, j.Currency, j.Notes

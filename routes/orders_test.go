@@ -202,6 +202,19 @@ func TestUpdate(t *testing.T) {
 			}
 			// Customer, email and notes still change.
 			a.update(t, p.ID, map[string]any{"customer": "Flow 2", "notes": "late note"})
+
+			// The Edit form of a delivered order shows the items, not inputs.
+			r := a.get(t, path(p.ID, "/edit"), hPage).wantStatus(t, http.StatusOK).wantPage(t, "order-form")
+			r.wantContains(t, "Items cannot change once an order is delivered", "X").wantLacks(t, `name="items"`, `name="items[0][name]"`)
+			if in := tag(r.body, "currency"); !strings.Contains(in, "readonly") {
+				t.Errorf("%s: got currency input %s, want it readonly", r.what, in)
+			}
+			// Items sent anyway: the message is shown in the form.
+			cur := a.fetch(t, p.ID)
+			r = a.do(t, http.MethodPut, path(p.ID), form("version", itoa(cur.Version), "items[0][name]", "New",
+				"items[0][quantity]", "1", "items[0][unit_price]", "1"), hxTo("main#main"))
+			r.wantStatus(t, http.StatusUnprocessableEntity).wantFragment(t, "order-form")
+			r.wantContains(t, `id="items-err"`, "cannot change once an order is delivered")
 		})
 	})
 }

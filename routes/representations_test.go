@@ -126,6 +126,65 @@ func TestRepresentations(t *testing.T) {
 	})
 }
 
+// TestNegotiation follows the rules of docs/api.md §1.1: Accept by quality,
+// then specificity, then order; wildcards give HTML, application/* JSON.
+func TestNegotiation(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		o := a.createNamed(t, "Negotiation")
+		for _, c := range []struct {
+			accept string
+			want   string // "html", "json" or "406"
+		}{
+			{"", "html"},
+			{"*/*", "html"},
+			{"text/*", "html"},
+			{"text/html", "html"},
+			{"application/json", "json"},
+			{"application/*", "json"},
+			{"application/json, text/html", "json"},
+			{"text/html, application/json", "html"},
+			{"text/html;q=0.9, application/json", "json"},
+			{"application/json;q=0.5, text/html", "html"},
+			{"application/json;q=0.5, */*", "html"}, // */* (q=1) matches text/html
+			{"text/csv", "406"},
+			{"image/png", "406"},
+			{"text/html;q=0, application/json;q=0", "406"},
+		} {
+			for _, p := range []string{"/orders", path(o.ID), "/orders/999"} {
+				r := a.get(t, p, H{"Accept": c.accept}).wantNegotiated(t)
+				ct := r.header.Get("Content-Type")
+				var ok bool
+				switch c.want {
+				case "html":
+					ok = strings.HasPrefix(ct, "text/html") && r.status != http.StatusNotAcceptable
+				case "json":
+					ok = strings.HasPrefix(ct, "application/json")
+				case "406":
+					ok = r.status == http.StatusNotAcceptable && strings.HasPrefix(ct, "text/plain")
+				}
+				if !ok {
+					t.Errorf("%s: got %d %q, want %s", r.what, r.status, ct, c.want)
+				}
+			}
+		}
+	})
+}
+
+func TestHead(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		o := a.createNamed(t, "Head")
+		for _, p := range []string{"/orders", "/orders/new", path(o.ID), path(o.ID, "/edit"), "/orders/inquiry"} {
+			for _, h := range []H{hPage, hJSON} {
+				r := a.do(t, http.MethodHead, p, noBody, h).wantStatus(t, http.StatusOK).wantNegotiated(t)
+				if r.body != "" {
+					t.Errorf("%s: got a body of %d bytes, want none", r.what, len(r.body))
+				}
+			}
+		}
+		a.do(t, http.MethodHead, "/orders/999", noBody, hJSON).wantStatus(t, http.StatusNotFound)
+	})
+}
+
 func TestPageLayout(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		r := a.get(t, "/orders", hPage).wantStatus(t, http.StatusOK)
