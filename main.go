@@ -154,6 +154,7 @@ func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(
 		o.PoolTimeout = time.Second
 		o.ContextTimeoutEnabled = true
 		o.MaxRetries = 1
+		o.DialerRetries = 1
 	}
 	switch {
 	case cfg.redis == "":
@@ -177,6 +178,7 @@ func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: addrs, DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
 			WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: 1,
+			DialerRetries: 1,
 		})
 		log.Info("using Redis Cluster", "nodes", addrs)
 		return rdb, true, func() { rdb.Close() }, nil

@@ -112,6 +112,13 @@ func TestListQuery(t *testing.T) {
 			}
 		})
 
+		t.Run("status in any case", func(t *testing.T) {
+			want := a.list(t, "/orders?status=pending").Total
+			if l := a.list(t, "/orders?status=Pending"); l.Total != want || want == 0 {
+				t.Errorf("GET /orders?status=Pending: got total %d, want %d (as status=pending, and not 0)", l.Total, want)
+			}
+		})
+
 		t.Run("bad query", func(t *testing.T) {
 			for _, q := range []string{"status=bogus", "page=abc", "per_page=1.5"} {
 				for _, p := range []string{"/orders", "/orders/inquiry"} {

@@ -71,7 +71,7 @@ func (l *listView) PageURL(p int) string {
 }
 
 func parseQuery(c *fiber.Ctx) (store.Query, error) {
-	q := store.Query{Q: c.Query("q"), Status: store.Status(c.Query("status"))}
+	q := store.Query{Q: c.Query("q"), Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
 	if q.Status != "" && !q.Status.Valid() {
 		return q, badRequest("status must be one of pending, confirmed, shipped, delivered, cancelled")
 	}
@@ -436,7 +436,26 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := o.store.Delete(c.UserContext(), id, ifMatch(c, id)); err != nil {
+	// A delete may carry the version the person saw: in a body (a plain
+	// form's _method=DELETE, or JSON) or in the query (htmx sends none).
+	var version int64
+	if len(c.Body()) > 0 {
+		in, err := decodeInput(c)
+		if err != nil {
+			return err
+		}
+		if in.Version != nil {
+			version = *in.Version
+		}
+	}
+	if v := c.Query("version"); v != "" && version == 0 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return badRequest("version must be a whole number from 1")
+		}
+		version = n
+	}
+	if err := o.store.Delete(c.UserContext(), id, ifMatch(c, id), version); err != nil {
 		return err
 	}
 	notice := "Order " + strconv.FormatInt(id, 10) + " deleted."

@@ -260,6 +260,32 @@ func TestDelete(t *testing.T) {
 			a.do(t, http.MethodDelete, path(o.ID, "?version=1"), noBody, hxTo("tr#"+rowID(o.ID))).wantStatus(t, http.StatusOK)
 			a.wantGone(t, o.ID)
 		})
+		t.Run("stale version", func(t *testing.T) {
+			// A delete that carries the version the person saw is refused
+			// when someone changed the order since, in every encoding.
+			o := a.createNamed(t, "Del Stale")
+			a.update(t, o.ID, map[string]any{"notes": "changed"})
+			r := a.do(t, http.MethodDelete, path(o.ID), jsonBody(map[string]any{"version": 1}), hJSON).wantStatus(t, http.StatusConflict)
+			if cur, ok := r.object(t)["current"].(map[string]any); !ok || cur["version"] != float64(2) {
+				t.Errorf("%s: got %s, want current at version 2", r.what, snippet(r.body))
+			}
+			a.do(t, http.MethodPost, path(o.ID), form("_method", "DELETE", "version", "1"), hPage).wantStatus(t, http.StatusConflict)
+			a.do(t, http.MethodDelete, path(o.ID, "?version=1"), noBody, hxTo("tr#"+rowID(o.ID))).wantStatus(t, http.StatusConflict)
+			a.do(t, http.MethodDelete, path(o.ID, "?version=x"), noBody, hJSON).wantStatus(t, http.StatusBadRequest)
+			a.do(t, http.MethodDelete, path(o.ID), raw("text/plain", "hello"), hJSON).wantStatus(t, http.StatusUnsupportedMediaType)
+			a.fetch(t, o.ID) // still there
+			a.do(t, http.MethodDelete, path(o.ID, "?version=2"), noBody, hJSON).wantStatus(t, http.StatusNoContent)
+			a.wantGone(t, o.ID)
+		})
+		t.Run("412 carries the items", func(t *testing.T) {
+			o := a.create(t, map[string]any{"customer": "Del 412", "items": []any{item("Mug", 1, "2.00")}})
+			r := a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON.with(H{"If-Match": `"o` + itoa(o.ID) + `v9-json"`})).
+				wantStatus(t, http.StatusPreconditionFailed)
+			cur, _ := r.object(t)["current"].(map[string]any)
+			if items, _ := cur["items"].([]any); len(items) != 1 {
+				t.Errorf("%s: got current %v, want the stored order with its 1 item", r.what, cur)
+			}
+		})
 		t.Run("not in list", func(t *testing.T) {
 			o := a.createNamed(t, "Zzz Unique Del")
 			a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON).wantStatus(t, http.StatusNoContent)

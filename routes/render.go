@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,16 +33,61 @@ var errNotAcceptable = fiber.NewError(fiber.StatusNotAcceptable, "this resource 
 // negotiate picks the representation from Accept and the htmx headers.
 func negotiate(c *fiber.Ctx) (repr, error) {
 	c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target")
-	switch c.Accepts(fiber.MIMETextHTML, fiber.MIMEApplicationJSON) {
-	case fiber.MIMEApplicationJSON:
+	html, json, jsonFirst := acceptQ(c.Get(fiber.HeaderAccept))
+	switch {
+	case json > html || (json == html && json > 0 && jsonFirst):
 		return reprJSON, nil
-	case "":
+	case html == 0:
 		return reprPage, errNotAcceptable
 	}
 	if isFragment(c) {
 		return reprFragment, nil
 	}
 	return reprPage, nil
+}
+
+// acceptQ returns the quality an Accept header gives text/html and
+// application/json, each from its most specific matching range (RFC 9110
+// §12.5.1): "text/html;q=0, */*" refuses HTML and takes JSON. On a tie,
+// jsonFirst says JSON was named more specifically, or as specifically and
+// earlier ("application/json, text/html"). No header accepts anything.
+func acceptQ(accept string) (html, json float64, jsonFirst bool) {
+	if strings.TrimSpace(accept) == "" {
+		return 1, 1, false
+	}
+	htmlSpec, jsonSpec, htmlPos, jsonPos := -1, -1, 0, 0
+	for pos, r := range strings.Split(accept, ",") {
+		typ, params, _ := strings.Cut(r, ";")
+		typ = strings.ToLower(strings.TrimSpace(typ))
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+					q = f
+				}
+			}
+		}
+		spec := func(want string) int {
+			switch {
+			case typ == want:
+				return 3
+			case typ == want[:strings.IndexByte(want, '/')]+"/*":
+				return 2
+			case typ == "*/*" || typ == "*":
+				return 1
+			}
+			return -1
+		}
+		if sp := spec("text/html"); sp > htmlSpec {
+			htmlSpec, html, htmlPos = sp, q, pos
+		}
+		if sp := spec("application/json"); sp > jsonSpec {
+			jsonSpec, json, jsonPos = sp, q, pos
+		}
+	}
+	jsonFirst = jsonSpec > htmlSpec || (jsonSpec == htmlSpec && jsonPos < htmlPos)
+	return html, json, jsonFirst
 }
 
 func isFragment(c *fiber.Ctx) bool {
@@ -89,7 +135,9 @@ func render(c *fiber.Ctx, status int, partial string, v *view, data any) error {
 }
 
 func renderAs(c *fiber.Ctx, r repr, status int, partial string, v *view, data any) error {
-	c.Set(fiber.HeaderCacheControl, "no-cache")
+	if len(c.Response().Header.Peek(fiber.HeaderCacheControl)) == 0 {
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+	}
 	switch r {
 	case reprJSON:
 		return sendJSON(c, status, data)

@@ -146,6 +146,10 @@ func TestNegotiation(t *testing.T) {
 			{"text/html;q=0.9, application/json", "json"},
 			{"application/json;q=0.5, text/html", "html"},
 			{"application/json;q=0.5, */*", "html"}, // */* (q=1) matches text/html
+			{"text/html;q=0, */*", "json"},          // HTML refused by name
+			{"text/html;q=0.5, */*", "json"},        // JSON at q=1 through */*
+			{"application/json, */*", "json"},       // named beats the wildcard
+			{"*/*", "html"},
 			{"text/csv", "406"},
 			{"image/png", "406"},
 			{"text/html;q=0, application/json;q=0", "406"},

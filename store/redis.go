@@ -165,7 +165,9 @@ func decodeItems(h map[string]string, count int) []Item {
 	return items
 }
 
-// wrap turns a Redis failure into EUNAVAILABLE, leaving *Error values alone.
+// wrap turns a failure to reach Redis into EUNAVAILABLE, and an error
+// Redis answered with into EINTERNAL (it means a bug or a damaged key),
+// leaving *Error values alone. Transient server states count as unreachable.
 func wrap(err error) error {
 	if err == nil {
 		return nil
@@ -173,6 +175,18 @@ func wrap(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		return err
+	}
+	var re redis.Error
+	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
+		msg := re.Error()
+		for _, transient := range []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "MOVED", "ASK"} {
+			if strings.HasPrefix(msg, transient) {
+				return unavailable(err)
+			}
+		}
+		if !strings.Contains(msg, "connection") && !strings.Contains(msg, "timeout") {
+			return &Error{Code: EINTERNAL, Message: "the order store answered with an error", Err: err}
+		}
 	}
 	return unavailable(err)
 }
@@ -342,26 +356,26 @@ func (s *Store) Update(ctx context.Context, id int64, in Input, ifMatch int64) (
 }
 
 // Delete removes order id, its items and its index entries. ifMatch, when
-// not 0, must equal the stored version.
-func (s *Store) Delete(ctx context.Context, id int64, ifMatch int64) error {
+// not 0, must equal the stored version (EPRECONDITION); so must version, the
+// one a form or JSON body carries (ECONFLICT).
+func (s *Store) Delete(ctx context.Context, id int64, ifMatch, version int64) error {
 	key := s.orderKey(id)
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HGetAll(ctx, key).Result()
+			cur, err := s.load(ctx, tx, id)
 			if err != nil {
 				return err
 			}
-			cur, ok := decodeOrder(id, h)
-			if !ok {
-				return notFound(id)
-			}
 			if ifMatch != 0 && cur.Version != ifMatch {
-				return &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: &cur}
+				return &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
+			}
+			if version != 0 && cur.Version != version {
+				return &Error{Code: ECONFLICT, Message: "someone else changed this order since you saw it; it was not deleted", Current: cur}
 			}
 			if s.cluster {
 				// Index entries go before the order, so none points nowhere.
 				if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-					s.writeIndexes(ctx, p, &cur, nil)
+					s.writeIndexes(ctx, p, cur, nil)
 					return nil
 				}); err != nil {
 					return err
@@ -370,7 +384,7 @@ func (s *Store) Delete(ctx context.Context, id int64, ifMatch int64) error {
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.Del(ctx, key, s.itemsKey(id))
 				if !s.cluster {
-					s.writeIndexes(ctx, p, &cur, nil)
+					s.writeIndexes(ctx, p, cur, nil)
 				}
 				return nil
 			})

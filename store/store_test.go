@@ -339,17 +339,21 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		c := f.create(t, "Alan Turing")
 		f.update(t, b.ID, store.Input{Status: ptr("confirmed")})
 
-		err := f.s.Delete(ctx, b.ID, 1)
+		err := f.s.Delete(ctx, b.ID, 1, 0)
 		wantCode(t, "Delete with stale If-Match", err, store.EPRECONDITION)
+		if e, ok := err.(*store.Error); !ok || e.Current == nil || len(e.Current.Items) != 1 {
+			t.Errorf("Delete 412: Current = %+v, want the stored order with its 1 item", e)
+		}
+		wantCode(t, "Delete with stale body version", f.s.Delete(ctx, b.ID, 0, 1), store.ECONFLICT)
 		if _, err := f.s.Get(ctx, b.ID); err != nil {
 			t.Fatalf("refused delete removed the order: %v", err)
 		}
-		if err := f.s.Delete(ctx, b.ID, 2); err != nil {
+		if err := f.s.Delete(ctx, b.ID, 2, 0); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		_, err = f.s.Get(ctx, b.ID)
 		wantCode(t, "Get deleted", err, store.ENOTFOUND)
-		wantCode(t, "Delete again", f.s.Delete(ctx, b.ID, 0), store.ENOTFOUND)
+		wantCode(t, "Delete again", f.s.Delete(ctx, b.ID, 0, 0), store.ENOTFOUND)
 		wantCode(t, "Update deleted", func() error { _, err := f.s.Update(ctx, b.ID, store.Input{}, 0); return err }(), store.ENOTFOUND)
 
 		if n, _ := f.s.Count(ctx); n != 2 {
@@ -363,7 +367,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		// Nothing of the deleted orders is left: once all are gone, only the
 		// id counter remains.
 		for _, o := range []*store.Order{a, c} {
-			if err := f.s.Delete(ctx, o.ID, 0); err != nil {
+			if err := f.s.Delete(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)
 			}
 		}
@@ -529,7 +533,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		wantPage(t, "q=1 confirmed", f.list(t, store.Query{Q: "1", Status: store.Confirmed}), 1, 3)
 		wantPage(t, "q=1 pending", f.list(t, store.Query{Q: "1", Status: store.Pending}), 3, 1, 4, 5)
 		// A deleted exact id is not listed.
-		if err := f.s.Delete(ctx, 12, 0); err != nil {
+		if err := f.s.Delete(ctx, 12, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		wantPage(t, "q=12 after delete", f.list(t, store.Query{Q: "12"}), 1, 1)
