@@ -122,7 +122,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	views, _ := fs.Sub(files, ".")
 	public, _ := fs.Sub(files, "public")
-	app, err := routes.New(routes.Config{Store: st, Views: views, Public: public, Logger: log})
+	user, password := getenv("AUTH_USER"), getenv("AUTH_PASSWORD")
+	if (user == "") != (password == "") {
+		return errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
+	}
+	app, err := routes.New(routes.Config{Store: st, Views: views, Public: public, Logger: log,
+		AuthUser: user, AuthPassword: password})
 	if err != nil {
 		return err
 	}
@@ -130,7 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders")
+	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", user != "")
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {

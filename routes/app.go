@@ -32,6 +32,9 @@ type Config struct {
 	// RequestTimeout bounds each request's work against Redis (default 1.5 s),
 	// so a hung Redis gives 503 instead of a hang.
 	RequestTimeout time.Duration
+	// AuthUser and AuthPassword, when both are set, turn on HTTP basic auth
+	// for everything but /healthz and /readyz.
+	AuthUser, AuthPassword string
 }
 
 // MaxBody is the largest request body the application reads (CONTRACT §3).
@@ -71,7 +74,11 @@ func New(cfg Config) (*fiber.App, error) {
 		ErrorHandler:          h.errorHandler,
 	})
 
-	app.Use(h.requestID, h.logRequests, securityHeaders, h.guardWrites, methodOverride)
+	app.Use(h.requestID, h.logRequests, securityHeaders)
+	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
+		app.Use(basicAuth(cfg.AuthUser, cfg.AuthPassword))
+	}
+	app.Use(h.guardWrites, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
 		defer cancel()

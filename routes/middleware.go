@@ -2,7 +2,11 @@ package routes
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
+	"net/url"
 	"strings"
 	"time"
 
@@ -70,7 +74,11 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusForbidden, "cross-origin writes are refused")
 	}
 	if origin := c.Get(fiber.HeaderOrigin); origin != "" {
-		if origin != c.Protocol()+"://"+c.Hostname() {
+		// Scheme and host must match. Behind a proxy that ends TLS, the
+		// proxy must send X-Forwarded-Proto (docs/operations.md). "null" (a
+		// sandboxed or file page) has no host and is refused.
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, c.Hostname()) || !strings.EqualFold(u.Scheme, c.Protocol()) {
 			return fiber.NewError(fiber.StatusForbidden, "cross-origin writes are refused")
 		}
 	}
@@ -106,4 +114,27 @@ func mediaType(ct string) string {
 		ct = ct[:i]
 	}
 	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// basicAuth asks for the configured user and password on every path but
+// the health checks, comparing in constant time (hashes of equal length,
+// so neither the length nor a prefix of the secret leaks through timing).
+func basicAuth(user, password string) fiber.Handler {
+	want := sha256.Sum256([]byte(user + ":" + password))
+	return func(c *fiber.Ctx) error {
+		if p := c.Path(); p == "/healthz" || p == "/readyz" {
+			return c.Next()
+		}
+		got := [32]byte{}
+		if h := c.Get(fiber.HeaderAuthorization); len(h) > 6 && strings.EqualFold(h[:6], "basic ") {
+			if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[6:])); err == nil {
+				got = sha256.Sum256(raw)
+			}
+		}
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="Orders", charset="UTF-8"`)
+			return fiber.NewError(fiber.StatusUnauthorized, "sign in with the order desk's user name and password")
+		}
+		return c.Next()
+	}
 }

@@ -219,6 +219,11 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 			msg = c.Method() + " is not allowed here"
 		}
 	}
+	if status == fiber.StatusUnauthorized {
+		// No page around it: the browser shows its own sign-in prompt.
+		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+		return c.Status(status).SendString(msg + "\n")
+	}
 	if status >= 500 && status != fiber.StatusServiceUnavailable {
 		h.log.Error("request failed", "err", err, "path", c.Path(), "request_id", requestIDOf(c))
 	} else if status == fiber.StatusServiceUnavailable {
