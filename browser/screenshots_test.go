@@ -1,0 +1,51 @@
+package browser_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// TestDocScreenshots renders the pictures in docs/screenshots: the list in
+// light and dark, an order, and both at phone width. It runs only when
+// ORDERS_DOC_SCREENSHOTS names the folder to write (go test ./browser -run
+// TestDocScreenshots with ORDERS_DOC_SCREENSHOTS=$PWD/docs/screenshots).
+func TestDocScreenshots(t *testing.T) {
+	dir := os.Getenv("ORDERS_DOC_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("set ORDERS_DOC_SCREENSHOTS to a folder to render the documentation's screenshots")
+	}
+	e := start(t, true)
+	if _, err := e.store.Seed(context.Background(), 40, rand.New(rand.NewPCG(7, 7))); err != nil {
+		t.Fatal(err)
+	}
+	shoot := func(name, url string, width, height int64, dark bool, wait string) {
+		t.Helper()
+		scheme := "light"
+		if dark {
+			scheme = "dark"
+		}
+		if _, err := chromedp.Call(e.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.do(t, "open "+url, chromedp.EmulateViewport(width, height), chromedp.Navigate(e.base+url), chromedp.WaitVisible(css(wait)))
+		buf := run(t, e, "screenshot", chromedp.CaptureScreenshot())
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shoot("orders-list", "/orders", 1280, 820, false, "#order-results")
+	shoot("orders-list-dark", "/orders", 1280, 820, true, "#order-results")
+	shoot("order", "/orders/37", 1280, 820, false, "#order")
+	shoot("new-order-dark", "/orders/new", 1280, 820, true, "#order-form")
+	shoot("inquiry", "/orders/inquiry?per_page=5", 1280, 820, false, "#order-results")
+	shoot("phone-list", "/orders", 390, 844, false, "#order-results")
+	shoot("phone-order-dark", "/orders/37", 390, 844, true, "#order")
+}
