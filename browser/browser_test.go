@@ -35,6 +35,9 @@ type env struct {
 	console  []chromedp.ConsoleMessage
 	dialogs  []string
 	pageLoad int
+	// failedLoads are more statuses whose "Failed to load resource" console
+	// lines a test expects (a visit to a 404 page).
+	failedLoads []string
 }
 
 func chromiumPath(t *testing.T) string {
@@ -50,11 +53,10 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// start serves the application on a free loopback port over a fresh
-// embedded store, and opens a Chromium tab, with JavaScript on or off.
-func start(t *testing.T, javascript bool) *env {
+// serve serves the application on a free loopback port over a fresh
+// embedded store, and returns its base URL ("http://127.0.0.1:port").
+func serve(t *testing.T) (string, *store.Store) {
 	t.Helper()
-	exe := chromiumPath(t)
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -70,6 +72,15 @@ func start(t *testing.T, javascript bool) *env {
 	}
 	go app.Listener(ln)
 	t.Cleanup(func() { _ = app.ShutdownWithContext(context.Background()) })
+	return "http://" + ln.Addr().String(), st
+}
+
+// start serves the application (serve) and opens a Chromium tab, with
+// JavaScript on or off.
+func start(t *testing.T, javascript bool) *env {
+	t.Helper()
+	exe := chromiumPath(t)
+	base, st := serve(t)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -84,7 +95,7 @@ func start(t *testing.T, javascript bool) *env {
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelC(); cancelA() })
-	e := &env{base: "http://" + ln.Addr().String(), ctx: ctx, store: st}
+	e := &env{base: base, ctx: ctx, store: st}
 	// The first Do starts the browser; the browser lives as long as ctx.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
@@ -214,12 +225,22 @@ func (e *env) checkConsole(t *testing.T) {
 			continue
 		}
 		text := m.String()
-		if strings.Contains(text, "Failed to load resource") &&
-			(strings.Contains(text, "422") || strings.Contains(text, "409")) {
+		if strings.Contains(text, "Failed to load resource") && expectedLoadFailure(text, e.failedLoads) {
 			continue
 		}
 		t.Errorf("console %s: %s (%s:%d)", m.Type, text, m.URL, m.Line+1)
 	}
+}
+
+// expectedLoadFailure reports whether a "Failed to load resource" line is
+// for a status the app answers on purpose: 422, 409, or one of more.
+func expectedLoadFailure(text string, more []string) bool {
+	for _, s := range append([]string{"422", "409"}, more...) {
+		if strings.Contains(text, "status of "+s+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *env) seed(t *testing.T, customers ...string) []*store.Order {

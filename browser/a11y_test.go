@@ -1,0 +1,205 @@
+package browser_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"orders/store"
+)
+
+// axe-core (testdata/axe.min.js, MPL-2.0, see testdata/axe.LICENSE) is
+// injected through DevTools, which the page's CSP does not govern.
+const axeRun = `(async () => {
+  const r = await axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}});
+  return JSON.stringify(r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
+    nodes: v.nodes.map(n => ({target: n.target.map(String).join(" "), html: n.html, summary: n.failureSummary || ""}))})));
+})()`
+
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target  string `json:"target"`
+		HTML    string `json:"html"`
+		Summary string `json:"summary"`
+	} `json:"nodes"`
+}
+
+// settled waits until no htmx request, swap or settle is under way and no
+// transition runs (they fade elements, which would skew the contrast axe
+// measures).
+func (e *env) settled(t *testing.T) {
+	t.Helper()
+	const js = `document.readyState === "complete" && !!window.htmx &&
+	  !document.querySelector(".htmx-request, .htmx-swapping, .htmx-settling, .htmx-added") &&
+	  document.getAnimations().every(a => a.playState !== "running")`
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("waiting for the page to settle: %v", err)
+	}
+}
+
+// axe runs axe-core's WCAG 2.1 A and AA rules on the page as it is now and
+// fails the test on every violation.
+func (e *env) axe(t *testing.T, src, what string) {
+	t.Helper()
+	e.settled(t)
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`typeof window.axe === "object"`))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !loaded {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](src)); err != nil {
+			t.Fatalf("%s: injecting axe-core: %v", what, err)
+		}
+	}
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[string](axeRun, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: running axe-core: %v", what, err)
+	}
+	var violations []axeViolation
+	if err := json.Unmarshal([]byte(out), &violations); err != nil {
+		t.Fatalf("%s: axe-core's answer: %v", what, err)
+	}
+	if len(violations) > 0 {
+		e.shot(t, "a11y-"+strings.NewReplacer(" ", "-", "/", "-").Replace(what))
+	}
+	for _, v := range violations {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: axe %s (%s): %s", what, v.ID, v.Impact, v.Help)
+		for _, n := range v.Nodes {
+			fmt.Fprintf(&b, "\n\t%s  %s", n.Target, oneLine(n.HTML, 160))
+			if n.Summary != "" {
+				fmt.Fprintf(&b, "\n\t\t%s", oneLine(n.Summary, 300))
+			}
+		}
+		t.Error(b.String())
+	}
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// colorScheme emulates prefers-color-scheme for the tab ("light" or "dark").
+func (e *env) colorScheme(t *testing.T, scheme string) {
+	t.Helper()
+	if _, err := chromedp.Call(e.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+	}); err != nil {
+		t.Fatalf("emulating prefers-color-scheme: %s: %v", scheme, err)
+	}
+	dark := run(t, e, "reading the colour scheme", chromedp.Evaluate[bool](`matchMedia("(prefers-color-scheme: dark)").matches`))
+	if dark != (scheme == "dark") {
+		t.Fatalf("prefers-color-scheme: dark matches = %v after emulating %s", dark, scheme)
+	}
+}
+
+// TestAccessibility checks every page, and the states a person reaches on
+// them (an inline edit, errors, a conflict, a search, a notice), against
+// axe-core's WCAG 2.1 AA rules, in the light and the dark colour scheme.
+func TestAccessibility(t *testing.T) {
+	src, err := os.ReadFile("testdata/axe.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	axe := string(src)
+	e := start(t, true)
+	e.failedLoads = []string{"404"} // the not-found page is visited on purpose
+	pending, shipped, cancelled, _ := seedStates(t, e.store)
+	a, s, c := strconv.FormatInt(pending.ID, 10), strconv.FormatInt(shipped.ID, 10), strconv.FormatInt(cancelled.ID, 10)
+	bump := func(o *store.Order) {
+		t.Helper()
+		notes := "changed elsewhere at " + time.Now().Format(time.RFC3339Nano)
+		if _, err := e.store.Update(context.Background(), o.ID, store.Input{Notes: &notes}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := []string{
+		"/orders", "/orders?q=a", "/orders?q=zzzz", "/orders?status=shipped", "/orders?page=99",
+		"/orders?per_page=2&page=2", "/orders/new", "/orders/" + a, "/orders/" + s, "/orders/" + c,
+		"/orders/" + a + "/edit", "/orders/" + s + "/edit", "/orders/inquiry", "/orders/inquiry?q=zzzz",
+		"/orders/99999",
+	}
+	for _, scheme := range []string{"light", "dark"} {
+		e.colorScheme(t, scheme)
+		for _, p := range pages {
+			e.do(t, scheme+" open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
+			e.axe(t, axe, scheme+" "+p)
+		}
+		// A 360 px phone: the list's rows become cards, the item rows show
+		// their labels.
+		e.do(t, scheme+" phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
+		for _, p := range []string{"/orders", "/orders/new", "/orders/" + a, "/orders/inquiry"} {
+			e.do(t, scheme+" phone open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
+			e.axe(t, axe, scheme+" phone "+p)
+		}
+		e.do(t, scheme+" desktop", chromedp.EmulateViewport(1280, 900))
+
+		row := "#order-row-" + a
+
+		// The list after a search, then an inline edit, its errors, its
+		// conflict, and the notice after a save.
+		e.do(t, scheme+" search", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row)),
+			chromedp.SendKeys(css("#q"), "ad"))
+		e.waitText(t, "#order-results .count", "of 2")
+		e.axe(t, axe, scheme+" list after a search")
+
+		e.do(t, scheme+" inline edit", chromedp.Click(css(row+" a[hx-get]")), chromedp.WaitVisible(css("#row-"+a+"-customer")))
+		e.axe(t, axe, scheme+" inline edit open")
+
+		e.do(t, scheme+" inline edit with errors",
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("`+row+` form").noValidate = true;
+			  document.getElementById("row-`+a+`-customer").value = ""`),
+			chromedp.Click(css(row+" button[type=submit]")),
+			chromedp.WaitVisible(css("#row-"+a+"-customer-err")))
+		e.axe(t, axe, scheme+" inline edit 422")
+
+		bump(pending)
+		e.do(t, scheme+" inline edit conflict",
+			chromedp.SetValue(css("#row-"+a+"-customer"), "Ada King"),
+			chromedp.Click(css(row+" button[type=submit]")),
+			chromedp.WaitVisible(css(row+" .conflict")))
+		e.axe(t, axe, scheme+" inline edit 409")
+
+		e.do(t, scheme+" inline save", chromedp.Click(css(row+" button[type=submit]")), chromedp.WaitNotPresent(css(row+" form.row-form")))
+		e.waitText(t, "#notice", "saved")
+		e.axe(t, axe, scheme+" list with a notice")
+
+		// The New form with errors; the Edit form with a conflict.
+		e.do(t, scheme+" new with errors",
+			chromedp.Navigate(e.base+"/orders/new"),
+			chromedp.WaitVisible(css("#customer")),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("order-edit").noValidate = true`),
+			chromedp.SendKeys(css("#email"), "not an address"),
+			fillItem("0", "OK-1", "Notebook", "zero", "2.999"),
+			chromedp.Click(css("#order-edit .actions button[type=submit]")),
+			chromedp.WaitVisible(css("#customer-err")))
+		e.axe(t, axe, scheme+" new order 422")
+
+		e.do(t, scheme+" edit", chromedp.Navigate(e.base+"/orders/"+a+"/edit"), chromedp.WaitVisible(css("#customer")),
+			chromedp.SetValue(css("#notes"), "mine"))
+		bump(pending)
+		e.do(t, scheme+" edit conflict", chromedp.Click(css("#order-edit .actions button[type=submit]")),
+			chromedp.WaitVisible(css("#order-form .conflict")))
+		e.waitText(t, "#notice", "changed by someone else")
+		e.axe(t, axe, scheme+" edit 409")
+	}
+}

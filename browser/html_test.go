@@ -1,0 +1,375 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"orders/store"
+)
+
+// vnuJar finds the Nu Html Checker: $VNU_JAR, else the jar .ci/html-check-setup
+// installs. Without a jar or java the test skips loudly, unless
+// ORDERS_REQUIRE_HTML_CHECK=1 (CI), when it fails.
+func vnuJar(t *testing.T) (java, jar string) {
+	t.Helper()
+	missing := func(why string) {
+		if os.Getenv("ORDERS_REQUIRE_HTML_CHECK") == "1" {
+			t.Fatalf("%s and ORDERS_REQUIRE_HTML_CHECK=1: run .ci/html-check-setup", why)
+		}
+		t.Skipf("*** SKIPPING the HTML validity check: %s. Run `eval \"$(.ci/html-check-setup)\"` (needs java and npm) ***", why)
+	}
+	jar = os.Getenv("VNU_JAR")
+	if jar == "" {
+		home, _ := os.UserHomeDir()
+		jar = filepath.Join(home, ".cache", "orders-ci", "node_modules", "vnu-jar", "build", "dist", "vnu.jar")
+	}
+	if _, err := os.Stat(jar); err != nil {
+		missing("no vnu.jar at " + jar + " (set VNU_JAR)")
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		missing("no java on PATH")
+	}
+	return java, jar
+}
+
+// htmlDocs fetches pages and fragments over real HTTP and keeps each as a
+// file for the checker.
+type htmlDocs struct {
+	t     *testing.T
+	base  string
+	dir   string
+	files []string
+	// src keeps each file's text, to show the line a message is about.
+	src map[string]string
+}
+
+type hreq struct {
+	method string
+	path   string
+	form   url.Values
+	// target is the HX-Target header ("tr#order-row-1"); a non-empty
+	// target or fragment makes the request an htmx one (HX-Request: true).
+	target   string
+	fragment bool
+	want     int
+}
+
+// fetch makes the request, checks the status and stores the body: a page
+// as it is, a fragment inside a minimal document.
+func (d *htmlDocs) fetch(name string, r hreq) {
+	d.t.Helper()
+	var body io.Reader
+	if r.form != nil {
+		body = strings.NewReader(r.form.Encode())
+	}
+	req, err := http.NewRequest(r.method, d.base+r.path, body)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	if r.form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	fragment := r.fragment || r.target != ""
+	if fragment {
+		req.Header.Set("HX-Request", "true")
+		req.Header.Set("HX-Request-Type", "partial")
+		if r.target != "" {
+			req.Header.Set("HX-Target", r.target)
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s: %v", name, err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		d.t.Fatalf("%s: %v", name, err)
+	}
+	if res.StatusCode != r.want {
+		d.t.Fatalf("%s: %s %s answered %d, want %d:\n%s", name, r.method, r.path, res.StatusCode, r.want, b)
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		d.t.Fatalf("%s: Content-Type %q, want text/html", name, ct)
+	}
+	text := string(b)
+	kind := "page"
+	if fragment {
+		kind = "fragment"
+		text = wrapFragment(text)
+	} else if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(text)), "<!doctype html>") {
+		d.t.Errorf("%s: a full page that is not a whole document:\n%.300s", name, text)
+	}
+	file := filepath.Join(d.dir, fmt.Sprintf("%02d-%s-%s.html", len(d.files)+1, kind, name))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+	d.files = append(d.files, file)
+	d.src[file] = text
+}
+
+var (
+	leadingRow = regexp.MustCompile(`(?s)^\s*(<tr[\s>].*</tr>)`)
+	cellStart  = regexp.MustCompile(`(?i)<t[dh][\s>][^>]*`)
+	colspan    = regexp.MustCompile(`(?i)\bcolspan="?(\d+)`)
+)
+
+// wrapFragment puts a fragment in the smallest document that is valid
+// around it. A row goes into a table body under a header row of as many
+// columns as the row spans, as in the page's table (a lone row with a
+// colspan would be a table-model error of the wrapper's own); what follows
+// the row, such as an <hx-partial> for the notice, goes after the table,
+// since htmx takes it out of the row's place.
+func wrapFragment(f string) string {
+	head := "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fragment</title></head><body>\n"
+	tail := "\n</body></html>\n"
+	m := leadingRow.FindStringSubmatchIndex(f)
+	if m == nil {
+		return head + f + tail
+	}
+	row := f[m[2]:m[3]]
+	cols := 0
+	for _, cell := range cellStart.FindAllString(row, -1) {
+		n := 1
+		if c := colspan.FindStringSubmatch(cell); c != nil {
+			n, _ = strconv.Atoi(c[1])
+		}
+		cols += n
+	}
+	return head + "<table><thead><tr>" + strings.Repeat("<th>column</th>", cols) + "</tr></thead><tbody>\n" +
+		row + "\n</tbody></table>" + f[m[3]:] + tail
+}
+
+// vnuMessage is one message of `vnu --format json`.
+type vnuMessage struct {
+	Type     string `json:"type"`
+	URL      string `json:"url"`
+	LastLine int    `json:"lastLine"`
+	FirstCol int    `json:"firstColumn"`
+	Message  string `json:"message"`
+}
+
+var (
+	// htmx attributes are not HTML: messages only about them are expected.
+	hxAttribute = regexp.MustCompile(`^Attribute “hx-[^”]*”`)
+	// <hx-partial> is htmx's custom element for out-of-band content.
+	hxPartial = regexp.MustCompile(`^Element “hx-partial”|element “hx-partial”`)
+)
+
+func htmxOnly(msg string) bool {
+	return hxAttribute.MatchString(msg) || hxPartial.MatchString(msg)
+}
+
+// TestHTMLValid fetches every page and every fragment the application
+// serves, in each state, and checks them all with the Nu Html Checker.
+func TestHTMLValid(t *testing.T) {
+	java, jar := vnuJar(t)
+	base, st := serve(t)
+	ctx := context.Background()
+	ada, shipped, cancelled, doomed := seedStates(t, st)
+	id := func(o *store.Order) string { return strconv.FormatInt(o.ID, 10) }
+	version := func(o *store.Order) string {
+		cur, err := st.Get(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatInt(cur.Version, 10)
+	}
+	stale := func(o *store.Order) string {
+		cur, err := st.Get(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Version < 2 {
+			t.Fatalf("order %d is at version %d: no stale version to send", cur.ID, cur.Version)
+		}
+		return strconv.FormatInt(cur.Version-1, 10)
+	}
+	badCreate := url.Values{"customer": {""}, "email": {"not an address"}, "currency": {"USD"}, "notes": {""},
+		"items": {""}, "items[0][sku]": {"OK-1"}, "items[0][name]": {"Notebook"},
+		"items[0][quantity]": {"zero"}, "items[0][unit_price]": {"2.999"}}
+	badEdit := func(method bool) url.Values {
+		v := url.Values{"version": {version(ada)}, "customer": {""}, "email": {"nope"}, "status": {"pending"}}
+		if method {
+			v.Set("_method", "PUT")
+		}
+		return v
+	}
+	staleEdit := func(method bool) url.Values {
+		v := url.Values{"version": {stale(ada)}, "customer": {"Ada King"}, "email": {"ada@example.com"}, "status": {"pending"}}
+		if method {
+			v.Set("_method", "PUT")
+		}
+		return v
+	}
+	a, s, c := id(ada), id(shipped), id(cancelled)
+
+	d := &htmlDocs{t: t, base: base, dir: t.TempDir(), src: map[string]string{}}
+	// Full pages, and the same addresses as htmx fragments (their main part).
+	gets := []struct{ name, path string }{
+		{"list", "/orders"},
+		{"list-search", "/orders?q=a"},
+		{"list-search-none", "/orders?q=zzzz"},
+		{"list-shipped", "/orders?status=shipped"},
+		{"list-page-99", "/orders?page=99"},
+		{"list-paged", "/orders?per_page=2&page=2"},
+		{"new", "/orders/new"},
+		{"new-add-row", "/orders/new?customer=Al&currency=USD&items=&items%5B0%5D%5Bname%5D=Pen&add_row=1"},
+		{"show-pending", "/orders/" + a},
+		{"show-shipped", "/orders/" + s},
+		{"show-cancelled", "/orders/" + c},
+		{"edit-pending", "/orders/" + a + "/edit"},
+		{"edit-shipped", "/orders/" + s + "/edit"},
+		{"inquiry", "/orders/inquiry"},
+		{"inquiry-search-none", "/orders/inquiry?q=zzzz"},
+		{"inquiry-paged", "/orders/inquiry?per_page=2&page=2"},
+	}
+	for _, g := range gets {
+		d.fetch(g.name, hreq{method: "GET", path: g.path, want: 200})
+		d.fetch(g.name, hreq{method: "GET", path: g.path, fragment: true, want: 200})
+	}
+	for _, g := range []struct{ name, path string }{{"not-found", "/orders/99999"}, {"no-route", "/nothing-here"}} {
+		d.fetch(g.name, hreq{method: "GET", path: g.path, want: 404})
+		d.fetch(g.name, hreq{method: "GET", path: g.path, fragment: true, want: 404})
+	}
+	// The parts htmx asks for by target.
+	for _, g := range []struct{ name, path string }{
+		{"list-results", "/orders?q=a"},
+		{"list-results-none", "/orders?q=zzzz&status=cancelled"},
+		{"list-results-paged", "/orders?per_page=2&page=2"},
+		{"inquiry-results", "/orders/inquiry?q=a"},
+		{"inquiry-results-none", "/orders/inquiry?q=zzzz"},
+	} {
+		d.fetch(g.name, hreq{method: "GET", path: g.path, target: "div#order-results", want: 200})
+	}
+	d.fetch("row", hreq{method: "GET", path: "/orders/" + a, target: "tr#order-row-" + a, want: 200})
+	d.fetch("row-shipped", hreq{method: "GET", path: "/orders/" + s, target: "tr#order-row-" + s, want: 200})
+	d.fetch("row-edit", hreq{method: "GET", path: "/orders/" + a + "/edit", target: "tr#order-row-" + a, want: 200})
+	d.fetch("row-edit-shipped", hreq{method: "GET", path: "/orders/" + s + "/edit", target: "tr#order-row-" + s, want: 200})
+
+	// Forms sent back with errors and conflicts: plain posts (pages) and htmx.
+	d.fetch("create-422", hreq{method: "POST", path: "/orders", form: badCreate, want: 422})
+	d.fetch("create-422", hreq{method: "POST", path: "/orders", form: badCreate, target: "main#main", want: 422})
+	d.fetch("edit-422", hreq{method: "POST", path: "/orders/" + a, form: badEdit(true), want: 422})
+	d.fetch("edit-422", hreq{method: "PUT", path: "/orders/" + a, form: badEdit(false), target: "main#main", want: 422})
+	d.fetch("edit-409", hreq{method: "POST", path: "/orders/" + a, form: staleEdit(true), want: 409})
+	d.fetch("edit-409", hreq{method: "PUT", path: "/orders/" + a, form: staleEdit(false), target: "main#main", want: 409})
+	d.fetch("row-422", hreq{method: "PUT", path: "/orders/" + a, form: badEdit(false), target: "tr#order-row-" + a, want: 422})
+	d.fetch("row-409", hreq{method: "PUT", path: "/orders/" + a, form: staleEdit(false), target: "tr#order-row-" + a, want: 409})
+
+	// Successful writes that answer with HTML: the row and the order, each
+	// with the notice for the live region; the row delete's notice.
+	d.fetch("row-saved", hreq{method: "PUT", path: "/orders/" + a, target: "tr#order-row-" + a, want: 200,
+		form: url.Values{"version": {version(ada)}, "customer": {"Ada King"}, "email": {"ada@example.com"}, "status": {"pending"}}})
+	d.fetch("show-saved", hreq{method: "PUT", path: "/orders/" + a, target: "main#main", want: 200,
+		form: url.Values{"version": {version(ada)}, "status": {"confirmed"}}})
+	d.fetch("created", hreq{method: "POST", path: "/orders", target: "main#main", want: 201,
+		form: url.Values{"customer": {"Barbara Liskov"}, "currency": {"EUR"}, "items": {""},
+			"items[0][name]": {"Chalk"}, "items[0][quantity]": {"3"}, "items[0][unit_price]": {"0.40"}}})
+	d.fetch("row-deleted", hreq{method: "DELETE", path: "/orders/" + id(doomed) + "?version=" + version(doomed),
+		target: "tr#order-row-" + id(doomed), want: 200})
+
+	started := time.Now()
+	msgs := runVNU(t, java, jar, d.files)
+	t.Logf("vnu checked %d documents in %s", len(d.files), time.Since(started).Round(time.Millisecond))
+	var ignored int
+	for _, m := range msgs {
+		if m.Type != "error" && m.Type != "non-document-error" {
+			continue
+		}
+		if htmxOnly(m.Message) {
+			ignored++
+			continue
+		}
+		file := strings.TrimPrefix(m.URL, "file:")
+		line := ""
+		if lines := strings.Split(d.src[file], "\n"); m.LastLine >= 1 && m.LastLine <= len(lines) {
+			line = strings.TrimSpace(lines[m.LastLine-1])
+			if len(line) > 200 {
+				line = line[:200] + "…"
+			}
+		}
+		t.Errorf("%s:%d:%d: %s\n\t%s", filepath.Base(file), m.LastLine, m.FirstCol, m.Message, line)
+	}
+	t.Logf("%d messages about htmx attributes and <hx-partial> ignored", ignored)
+}
+
+// runVNU checks every file in one java run and returns the messages.
+func runVNU(t *testing.T, java, jar string, files []string) []vnuMessage {
+	t.Helper()
+	args := append([]string{"-jar", jar, "--errors-only", "--format", "json"}, files...)
+	cmd := exec.Command(java, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	// The report goes to stderr; the exit status is 1 when there are errors.
+	out := stderr.Bytes()
+	if len(bytes.TrimSpace(out)) == 0 {
+		out = stdout.Bytes()
+	}
+	var report struct {
+		Messages []vnuMessage `json:"messages"`
+	}
+	if jerr := json.Unmarshal(out, &report); jerr != nil {
+		t.Fatalf("vnu: %v (%v); stdout:\n%s\nstderr:\n%s", jerr, err, stdout.String(), stderr.String())
+	}
+	if err != nil && len(report.Messages) == 0 {
+		t.Fatalf("vnu failed with no messages: %v\n%s", err, stderr.String())
+	}
+	return report.Messages
+}
+
+// seedStates stores the orders the pages are checked with: a pending order
+// with items, notes and a past edit (so a stale version exists), a shipped
+// one, a cancelled one without items, one of each other status, and one to
+// delete.
+func seedStates(t *testing.T, st *store.Store) (pending, shipped, cancelled, doomed *store.Order) {
+	t.Helper()
+	ctx := context.Background()
+	str := func(s string) *string { return &s }
+	create := func(customer, email, notes string, items ...store.ItemInput) *store.Order {
+		o, err := st.Create(ctx, store.Input{Customer: str(customer), Email: str(email), Notes: str(notes),
+			HasItems: true, Items: items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	move := func(o *store.Order, statuses ...store.Status) *store.Order {
+		for _, s := range statuses {
+			var err error
+			if o, err = st.Update(ctx, o.ID, store.Input{Status: str(string(s))}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return o
+	}
+	mug := store.ItemInput{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"}
+	pen := store.ItemInput{Index: 1, SKU: "PEN-2", Name: "Gel pen", Quantity: "10", UnitPrice: "1.05"}
+	pending = create("Ada Lovelace", "ada@example.com", "Leave at the door.\nRing twice.", mug, pen)
+	if _, err := st.Update(ctx, pending.ID, store.Input{Notes: str("Leave at the door.\nRing twice, please.")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	shipped = move(create("Alan Turing", "", "", mug), store.Confirmed, store.Shipped)
+	cancelled = move(create("Grace Hopper <grace@example.com> & co", "grace@example.com", ""), store.Cancelled)
+	move(create("Adele Goldberg", "", "", pen), store.Confirmed)
+	move(create("Edsger Dijkstra", "", "", mug), store.Confirmed, store.Shipped, store.Delivered)
+	doomed = create("Barbara Liskov", "", "")
+	return pending, shipped, cancelled, doomed
+}
