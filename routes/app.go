@@ -72,6 +72,12 @@ func New(cfg Config) (*fiber.App, error) {
 		IdleTimeout:           60 * time.Second,
 		DisableStartupMessage: true,
 		ErrorHandler:          h.errorHandler,
+
+		// fasthttp would parse a multipart body while reading the request
+		// and, when it is malformed, reset the request (its Accept too) and
+		// answer with its own parser's message; parsed in the handler, a bad
+		// form is a 400 in the representation asked for.
+		DisablePreParseMultipartForm: true,
 	})
 
 	app.Use(h.requestID, h.logRequests, securityHeaders)

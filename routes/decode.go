@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -181,6 +182,11 @@ func decodeJSON(body []byte) (store.Input, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || body[0] != '{' {
 		return in, badRequest("the body must be a JSON object")
+	}
+	// encoding/json turns invalid UTF-8 into U+FFFD without an error, which
+	// would store mangled text; JSON must be UTF-8 (RFC 8259 §8.1).
+	if !utf8.Valid(body) {
+		return in, badRequest("the body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var j jsonInput

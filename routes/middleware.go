@@ -98,6 +98,13 @@ func methodOverride(c *fiber.Ctx) error {
 	if ct != fiber.MIMEApplicationForm && ct != fiber.MIMEMultipartForm {
 		return c.Next()
 	}
+	if ct == fiber.MIMEMultipartForm {
+		// FormValue hides a parse error; a body that is no form is a 400,
+		// not a POST that lost its _method.
+		if _, err := c.MultipartForm(); err != nil {
+			return badRequest("the multipart form cannot be read")
+		}
+	}
 	switch m := strings.ToUpper(strings.TrimSpace(c.FormValue("_method"))); m {
 	case "":
 	case fiber.MethodPut, fiber.MethodDelete:

@@ -298,8 +298,12 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 			f := newOrderForm(nil)
 			f.fill(nil, in)
 			f.Errors = fields
-			return renderAs(c, r, fiber.StatusUnprocessableEntity, "partials/orders/form",
-				&view{Title: "New order", Nav: "new", Form: f}, nil)
+			v := &view{Title: "New order", Nav: "new", Form: f}
+			if msg := fields["status"]; msg != "" {
+				// The new form has no status field to mark: say it in the notice.
+				v.Notice = "Status: " + msg + "."
+			}
+			return renderAs(c, r, fiber.StatusUnprocessableEntity, "partials/orders/form", v, nil)
 		}
 		return err
 	}

@@ -218,6 +218,14 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		if status == fiber.StatusMethodNotAllowed {
 			msg = c.Method() + " is not allowed here"
 		}
+		if status == fiber.StatusRequestEntityTooLarge {
+			msg = "the request body is larger than 1 MiB"
+		}
+		if status == fiber.StatusBadRequest && requestIDOf(c) == "" {
+			// fasthttp refused the request while reading it (the middleware
+			// never ran); its message quotes its parser and the raw request.
+			msg = "the request cannot be read"
+		}
 	}
 	if status == fiber.StatusUnauthorized {
 		// No page around it: the browser shows its own sign-in prompt.

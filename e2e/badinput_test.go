@@ -1,0 +1,435 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// send runs one request through app.Test with no time limit (PITFALLS).
+func send(t testing.TB, app *fiber.App, method, target, ctype string, body []byte, h H) *resp {
+	t.Helper()
+	req := httptest.NewRequest(method, target, bytes.NewReader(body))
+	if body == nil {
+		req = httptest.NewRequest(method, target, nil)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	res, err := app.Test(req, -1)
+	if err != nil {
+		t.Fatalf("%s %s (Content-Type %q, body %s): app.Test: %v", method, target, ctype, snippet(body), err)
+	}
+	defer res.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(res.Body)
+	return &resp{what: method + " " + target, status: res.StatusCode, header: res.Header, body: b.Bytes(), took: time.Since(start)}
+}
+
+const (
+	ctJSON = "application/json"
+	ctForm = "application/x-www-form-urlencoded"
+)
+
+// formOf encodes key, value pairs in order; values are escaped, keys too.
+func formOf(kv ...string) []byte {
+	var b strings.Builder
+	for i := 0; i < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(kv[i]) + "=" + url.QueryEscape(kv[i+1]))
+	}
+	return []byte(b.String())
+}
+
+// multipartOf encodes key, value pairs as multipart/form-data.
+func multipartOf(kv ...string) (string, []byte) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for i := 0; i < len(kv); i += 2 {
+		_ = w.WriteField(kv[i], kv[i+1])
+	}
+	_ = w.Close()
+	return w.FormDataContentType(), buf.Bytes()
+}
+
+func item(name string, qty, price any) map[string]any {
+	return map[string]any{"name": name, "quantity": qty, "unit_price": price}
+}
+
+func manyItems(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = item(fmt.Sprintf("Part %d", i), 1, "1.00")
+	}
+	return out
+}
+
+func manyFormItems(n int) []string {
+	var kv []string
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("items[%d]", i)
+		kv = append(kv, p+"[name]", "Part", p+"[quantity]", "1", p+"[unit_price]", "1.00")
+	}
+	return kv
+}
+
+// badCase is one malformed request. want 0 means any 4xx; msg, when set,
+// must appear in the message.
+type badCase struct {
+	name, method, path, ctype string
+	body                      []byte
+	want                      int
+	msg                       string
+	h                         H // extra headers
+}
+
+func badCases() []badCase {
+	var cs []badCase
+	add := func(c badCase) { cs = append(cs, c) }
+	j := func(name string, v any, want int, msg string) {
+		var b []byte
+		if s, ok := v.(string); ok {
+			b = []byte(s)
+		} else {
+			b = jsonOf(v)
+		}
+		add(badCase{name: "POST json " + name, method: http.MethodPost, path: "/orders", ctype: ctJSON, body: b, want: want, msg: msg})
+	}
+	ju := func(name string, v any, want int, msg string) { // an update of order 1
+		var b []byte
+		if s, ok := v.(string); ok {
+			b = []byte(s)
+		} else {
+			b = jsonOf(v)
+		}
+		add(badCase{name: "PUT json " + name, method: http.MethodPut, path: "/orders/1", ctype: ctJSON, body: b, want: want, msg: msg})
+	}
+	f := func(name string, want int, msg string, kv ...string) {
+		add(badCase{name: "POST form " + name, method: http.MethodPost, path: "/orders", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+	}
+	fraw := func(name, method, path, body string, want int, msg string) {
+		add(badCase{name: method + " raw form " + name, method: method, path: path, ctype: ctForm, body: []byte(body), want: want, msg: msg})
+	}
+	mp := func(name, method, path string, want int, msg string, kv ...string) {
+		ct, b := multipartOf(kv...)
+		add(badCase{name: method + " multipart " + name, method: method, path: path, ctype: ct, body: b, want: want, msg: msg})
+	}
+	mib := strings.Repeat("x", 1<<20)
+
+	// Too large.
+	j("over 1 MiB", `{"customer":"Big","notes":"`+mib+`"}`, 413, "1 MiB")
+	f("over 1 MiB", 413, "1 MiB", "customer", "Big", "notes", mib)
+	mp("over 1 MiB", http.MethodPut, "/orders/1", 413, "1 MiB", "notes", mib)
+	fraw("over 1 MiB of keys", http.MethodPost, "/orders", strings.Repeat("a=b&", 1<<18+10), 413, "1 MiB")
+
+	// Deep nesting and huge arrays.
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	j("10000-deep array as customer", `{"customer":`+deep+`}`, 400, "")
+	j("10000-deep object as notes", `{"notes":`+strings.Repeat(`{"a":`, 10000)+"1"+strings.Repeat("}", 10000)+`}`, 400, "")
+	j("10000-deep array as the body", deep, 400, "JSON object")
+	j("10000-deep array as an item name", `{"customer":"A","items":[{"name":`+deep+`}]}`, 400, "")
+	j("200000 empty items", `{"customer":"A","items":[`+strings.TrimSuffix(strings.Repeat("{},", 200000), ",")+`]}`, 400, "too many items")
+	j("100000 numbers as customer", `{"customer":[`+strings.TrimSuffix(strings.Repeat("1,", 100000), ",")+`]}`, 400, "")
+	j("101 items", map[string]any{"customer": "A", "items": manyItems(101)}, 422, "at most 100 items")
+	f("101 items", 422, "at most 100 items", append([]string{"customer", "A"}, manyFormItems(101)...)...)
+
+	// Invalid UTF-8.
+	j("invalid UTF-8 in customer", "{\"customer\":\"Ada \xff\xfe\"}", 0, "UTF-8")
+	j("invalid UTF-8 in an item name", "{\"customer\":\"Ada\",\"items\":[{\"name\":\"\xc3\x28\",\"quantity\":1,\"unit_price\":\"1\"}]}", 0, "UTF-8")
+	j("invalid UTF-8 in a key", "{\"cust\xffomer\":\"Ada\"}", 0, "UTF-8")
+	fraw("invalid UTF-8 in customer", http.MethodPost, "/orders", "customer=Ada%FF%FE", 422, "UTF-8")
+	fraw("invalid UTF-8 in an item name", http.MethodPost, "/orders", "customer=Ada&items[0][name]=%C3%28&items[0][quantity]=1&items[0][unit_price]=1", 422, "UTF-8")
+	mp("invalid UTF-8 in notes", http.MethodPut, "/orders/1", 422, "UTF-8", "notes", "bad \xff")
+
+	// Control characters and NUL bytes.
+	j("BEL in customer", map[string]any{"customer": "Ada\a"}, 422, "control characters")
+	j("NUL in notes", map[string]any{"customer": "Ada", "notes": "a\x00b"}, 422, "control characters")
+	j("ESC in an item name", map[string]any{"customer": "Ada", "items": []any{item("x\x1b[31m", 1, "1")}}, 422, "control characters")
+	j("raw NUL after the object", "{\"customer\":\"Ada\"}\x00", 400, "")
+	j("raw NUL inside a string", "{\"customer\":\"A\x00da\"}", 400, "")
+	j("raw newline inside a string", "{\"customer\":\"A\nda\"}", 400, "")
+	f("CR LF in customer", 422, "control characters", "customer", "Ada\r\nBcc: x")
+	f("NUL in notes", 422, "control characters", "customer", "Ada", "notes", "a\x00b")
+	f("NUL in an item name", 422, "control characters", "customer", "Ada", "items[0][name]", "a\x00", "items[0][quantity]", "1", "items[0][unit_price]", "1")
+	mp("DEL in an item name", http.MethodPost, "/orders", 422, "control characters", "customer", "Ada", "items[0][name]", "a\x7f", "items[0][quantity]", "1", "items[0][unit_price]", "1")
+	ju("C1 control in customer", map[string]any{"customer": "A\u0085da"}, 422, "control characters")
+
+	// Absurd numbers.
+	for _, q := range []string{"1e400", "-1", "99999999999999999999", "0", "1.5", "1000001"} {
+		j("quantity "+q, `{"customer":"A","items":[{"name":"x","quantity":`+q+`,"unit_price":"1"}]}`, 422, "whole number")
+	}
+	f("quantity 1e400", 422, "whole number", "customer", "A", "items[0][name]", "x", "items[0][quantity]", "1e400", "items[0][unit_price]", "1")
+	f("quantity ' 0x10'", 422, "whole number", "customer", "A", "items[0][name]", "x", "items[0][quantity]", "0x10", "items[0][unit_price]", "1")
+	for _, p := range []string{`"1e5"`, `"NaN"`, `"0x10"`, `"Infinity"`, `"-0.01"`, `"19.999"`, `"1000000.01"`, `1e400`, `"1,50"`, `" "`} {
+		j("unit_price "+p, `{"customer":"A","items":[{"name":"x","quantity":1,"unit_price":`+p+`}]}`, 422, "")
+	}
+	f("unit_price NaN", 422, "", "customer", "A", "items[0][name]", "x", "items[0][quantity]", "1", "items[0][unit_price]", "NaN")
+
+	// Absurd item indexes.
+	for _, k := range []string{"items[99999999999][name]", "items[-1][name]", "items[1e3][name]", "items[][name]", "items[0x1][name]", "items[10000][name]", "items[0][name][x]", "items[0]name]"} {
+		f(k, 400, "", "customer", "A", k, "x")
+	}
+
+	// Too long.
+	f("2001-char notes", 422, "at most 2000", "customer", "A", "notes", strings.Repeat("n", 2001))
+	j("121-char customer", map[string]any{"customer": strings.Repeat("c", 121)}, 422, "at most 120")
+	j("121 two-byte characters in customer", map[string]any{"customer": strings.Repeat("é", 121)}, 422, "at most 120")
+	j("65-char SKU", map[string]any{"customer": "A", "items": []any{map[string]any{"sku": strings.Repeat("S", 65), "name": "x", "quantity": 1, "unit_price": "1"}}}, 422, "64")
+	j("201-char item name", map[string]any{"customer": "A", "items": []any{item(strings.Repeat("n", 201), 1, "1")}}, 422, "at most 200")
+	j("255-char email", map[string]any{"customer": "A", "email": strings.Repeat("e", 243) + "@example.com"}, 422, "")
+
+	// Wrong JSON types and shapes.
+	j("customer a number", `{"customer":42}`, 400, "customer")
+	j("customer an array", `{"customer":["Ada"]}`, 400, "customer")
+	j("customer an object", `{"customer":{"name":"Ada"}}`, 400, "customer")
+	j("items an object", `{"customer":"A","items":{"0":{"name":"x"}}}`, 400, "items")
+	j("items a string", `{"customer":"A","items":"x"}`, 400, "items")
+	j("quantity a bool", `{"customer":"A","items":[{"name":"x","quantity":true,"unit_price":"1"}]}`, 400, "quantity")
+	j("unit_price an object", `{"customer":"A","items":[{"name":"x","quantity":1,"unit_price":{}}]}`, 400, "unit_price")
+	j("status a number", `{"customer":"A","status":5}`, 400, "status")
+	j("a duplicate key of another type", `{"customer":"A","customer":42}`, 400, "")
+	for _, b := range []string{"", "null", "[]", `"Ada"`, "42", `{"customer":"A"}{}`, `{"customer":"A"`, `{"customer":"A"}]`, `{customer:"A"}`, `{'customer':'A'}`} {
+		j(fmt.Sprintf("body %q", b), b, 400, "")
+	}
+
+	// Versions.
+	for _, v := range []string{`"abc"`, "0", "-1", "1.5", "1e400", "null2"} {
+		ju("version "+v, `{"customer":"V","version":`+v+`}`, 400, "")
+	}
+	for _, v := range []string{"abc", "0", "-1", "1.0", " ", "99999999999999999999"} {
+		add(badCase{name: fmt.Sprintf("PUT form version %q", v), method: http.MethodPut, path: "/orders/1", ctype: ctForm,
+			body: formOf("customer", "V", "version", v), want: 400, msg: "version"})
+	}
+	ju("a stale version", map[string]any{"customer": "V", "version": 99}, 409, "")
+	add(badCase{name: "PUT If-Match of another order", method: http.MethodPut, path: "/orders/1", ctype: ctJSON,
+		body: jsonOf(map[string]any{"customer": "V"}), want: 412, h: H{"If-Match": `"o2v1-json"`}})
+	add(badCase{name: "PUT If-Match garbage", method: http.MethodPut, path: "/orders/1", ctype: ctJSON,
+		body: jsonOf(map[string]any{"customer": "V"}), want: 412, h: H{"If-Match": "garbage"}})
+
+	// Invalid values of the right type.
+	ju("status from pending to delivered", map[string]any{"status": "delivered"}, 422, "cannot change status")
+	j("a new order that is shipped", map[string]any{"customer": "A", "status": "shipped"}, 422, "pending")
+	j("status bogus", map[string]any{"customer": "A", "status": "bogus"}, 422, "")
+	j("currency €", map[string]any{"customer": "A", "currency": "€"}, 422, "")
+	j("blank customer", map[string]any{"customer": " \t "}, 422, "required")
+	j("no customer", map[string]any{"notes": "x"}, 422, "required")
+	j("two email addresses", map[string]any{"customer": "A", "email": "a@example.com, b@example.com"}, 422, "")
+
+	// _method overrides.
+	for _, m := range []string{"PATCH", "GET", "POST", "PUT\x00", "DELETE ME", "TRACE"} {
+		fraw(fmt.Sprintf("_method %q", m), http.MethodPost, "/orders/1", "_method="+url.QueryEscape(m)+"&customer=M", 400, "_method")
+	}
+	fraw("_method empty", http.MethodPost, "/orders/1", "_method=&customer=M", 405, "")
+	mp("_method PATCH", http.MethodPost, "/orders/1", 400, "_method", "_method", "PATCH", "customer", "M")
+	add(badCase{name: "POST json with _method PUT", method: http.MethodPost, path: "/orders/1", ctype: ctJSON,
+		body: []byte(`{"_method":"PUT","customer":"M"}`), want: 405})
+	add(badCase{name: "POST query ?_method=PUT", method: http.MethodPost, path: "/orders/1?_method=PUT", ctype: ctJSON,
+		body: []byte(`{"customer":"M"}`), want: 405})
+
+	// Malformed multipart.
+	add(badCase{name: "multipart without a boundary", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data",
+		body: []byte("--x\r\nContent-Disposition: form-data; name=\"customer\"\r\n\r\nA\r\n--x--\r\n"), want: 400})
+	add(badCase{name: "multipart with an empty boundary", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=",
+		body: []byte("customer=A"), want: 400})
+	add(badCase{name: "multipart garbage", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("this is not multipart at all"), want: 400, msg: "multipart"})
+	add(badCase{name: "multipart truncated", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("--xyz\r\nContent-Disposition: form-data; name=\"customer\"\r\n\r\nAda"), want: 400, msg: "multipart"})
+	add(badCase{name: "multipart truncated after _method=PUT", method: http.MethodPost, path: "/orders/1", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("--xyz\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nPUT\r\n--xyz\r\nContent-Disposition: form-data; name=\"customer\"\r\n\r\nAda"), want: 400, msg: "multipart"})
+	add(badCase{name: "multipart part without a name", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("--xyz\r\nContent-Disposition: form-data\r\n\r\nAda\r\n--xyz--\r\n"), want: 0})
+
+	// Content-Type missing or garbled.
+	for _, ct := range []string{"", "text/plain", "application/jso n", ";;;", "/", "application/", "json", "application/xml", "text/html"} {
+		add(badCase{name: fmt.Sprintf("POST Content-Type %q", ct), method: http.MethodPost, path: "/orders", ctype: ct,
+			body: []byte(`{"customer":"CT"}`), want: 415})
+	}
+	add(badCase{name: "PUT without Content-Type", method: http.MethodPut, path: "/orders/1", body: []byte(`{"customer":"CT"}`), want: 415})
+
+	// Odd ids in the path.
+	for _, p := range []string{"1%00", "..%2f", "99999999999999999999", "0", "01", "-1", "1.0", "1e3", "%31", "1%2F..%2F2", "１"} {
+		add(badCase{name: "GET /orders/" + p, method: http.MethodGet, path: "/orders/" + p, want: 404})
+		add(badCase{name: "PUT /orders/" + p, method: http.MethodPut, path: "/orders/" + p, ctype: ctJSON,
+			body: []byte(`{"customer":"Path"}`), want: 0})
+		add(badCase{name: "DELETE /orders/" + p, method: http.MethodDelete, path: "/orders/" + p, want: 0})
+	}
+	return cs
+}
+
+// checkMessage checks a 4xx answer is in the representation asked for and
+// says what is wrong.
+func checkMessage(t *testing.T, what string, r *resp, wantJSON bool, msg string) {
+	t.Helper()
+	ct := r.header.Get("Content-Type")
+	body := string(r.body)
+	if wantJSON {
+		var e struct {
+			Error  string            `json:"error"`
+			Errors map[string]string `json:"errors"`
+		}
+		if !strings.HasPrefix(ct, "application/json") || json.Unmarshal(r.body, &e) != nil || e.Error == "" {
+			t.Errorf("%s: got %d with Content-Type %q and body %s, want JSON with an \"error\"", what, r.status, ct, snippet(r.body))
+			return
+		}
+		if r.status == 422 && len(e.Errors) == 0 {
+			t.Errorf("%s: 422 without \"errors\": %s", what, snippet(r.body))
+		}
+		body = e.Error
+		for k, v := range e.Errors {
+			body += " | " + k + ": " + v
+		}
+	} else {
+		if !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("%s: got %d with Content-Type %q, want text/html; body %s", what, r.status, ct, snippet(r.body))
+			return
+		}
+		shown := strings.Contains(body, `id="error"`) || strings.Contains(body, `class="error-text"`) ||
+			strings.Contains(body, `aria-live="polite"><p>`) || strings.Contains(body, `<hx-partial hx-target="#notice"`)
+		if !shown {
+			t.Errorf("%s: got %d, but the HTML shows no message (no error section, field error or notice): %s", what, r.status, snippet(r.body))
+		}
+		body = html.UnescapeString(body)
+	}
+	if msg != "" && !strings.Contains(body, msg) {
+		t.Errorf("%s: got %d with message %s, want it to mention %q", what, r.status, snippet([]byte(body)), msg)
+	}
+}
+
+// TestBadInput sends malformed requests in JSON and HTML and finds each
+// answered 4xx, with a message, and nothing stored.
+func TestBadInput(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	app := inProcess(t, rdb)
+
+	send(t, app, http.MethodPost, "/orders", ctJSON,
+		jsonOf(map[string]any{"customer": "Existing", "items": []any{item("Cup", 2, "3.50")}}), hJSON).wantStatus(t, 201)
+	before := mr.Dump()
+
+	tried, changed, perStatus := 0, 0, map[int]int{}
+	for _, c := range badCases() {
+		for _, rep := range []struct {
+			name string
+			h    H
+			json bool
+		}{{"json", hJSON, true}, {"page", hPage, false}, {"htmx", hHX.with(H{"HX-Target": "main#main"}), false}} {
+			what := fmt.Sprintf("%s (%s)", c.name, rep.name)
+			r := send(t, app, c.method, c.path, c.ctype, c.body, rep.h.with(c.h))
+			tried++
+			perStatus[r.status]++
+			switch {
+			case r.status >= 500:
+				t.Errorf("%s: got %d, want 4xx; body %s", what, r.status, snippet(r.body))
+			case c.want != 0 && r.status != c.want:
+				t.Errorf("%s: got %d, want %d; body %s", what, r.status, c.want, snippet(r.body))
+			case c.want == 0 && (r.status < 400 || r.status > 499):
+				t.Errorf("%s: got %d, want 4xx; body %s", what, r.status, snippet(r.body))
+			default:
+				checkMessage(t, what, r, rep.json, c.msg)
+			}
+			if after := mr.Dump(); after != before {
+				t.Errorf("%s: answered %d but Redis changed; now it holds:\n%s", what, r.status, tail(after, 30))
+				before = after
+				changed++
+			}
+		}
+	}
+	if changed > 0 {
+		t.Fatalf("%d malformed requests changed what Redis holds", changed)
+	}
+	// And through the API: one order, still at version 1.
+	var l listJSON
+	send(t, app, http.MethodGet, "/orders", "", nil, hJSON).wantStatus(t, 200).decode(t, &l)
+	var o orderJSON
+	send(t, app, http.MethodGet, "/orders/1", "", nil, hJSON).wantStatus(t, 200).decode(t, &o)
+	if l.Total != 1 || o.Version != 1 || o.Customer != "Existing" || len(o.Items) != 1 {
+		t.Fatalf("after the malformed requests: %d orders, order 1 at version %d named %q with %d items; want 1 order, version 1, \"Existing\", 1 item",
+			l.Total, o.Version, o.Customer, len(o.Items))
+	}
+	t.Logf("%d malformed requests (%d cases × JSON, page, htmx): answers %v; Redis unchanged after every one", tried, tried/3, perStatus)
+}
+
+// TestBadInputOverHTTP sends the malformed requests that fasthttp itself
+// refuses while reading them (app.Test cannot send those) to the built
+// binary on its embedded store.
+func TestBadInputOverHTTP(t *testing.T) {
+	app := startApp(t, "")
+	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Existing"}), hJSON).wantStatus(t, 201)
+	five := strings.Repeat("x", 5<<20)
+	mpCT, mpBig := multipartOf("customer", "Big", "notes", five)
+	cases := []badCase{
+		{name: "JSON over the 4 MiB read limit", method: http.MethodPost, path: "/orders", ctype: ctJSON,
+			body: []byte(`{"customer":"Big","notes":"` + five + `"}`), want: 413, msg: "1 MiB"},
+		{name: "form over the 4 MiB read limit", method: http.MethodPut, path: "/orders/1", ctype: ctForm,
+			body: formOf("notes", five), want: 413, msg: "1 MiB"},
+		{name: "multipart over the 4 MiB read limit", method: http.MethodPost, path: "/orders", ctype: mpCT, body: mpBig, want: 413, msg: "1 MiB"},
+		{name: "multipart garbage", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
+			body: []byte("this is not multipart at all"), want: 400, msg: "multipart"},
+		{name: "multipart truncated", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
+			body: []byte("--xyz\r\nContent-Disposition: form-data; name=\"customer\"\r\n\r\nAda"), want: 400, msg: "multipart"},
+		{name: "multipart truncated, as _method=PUT", method: http.MethodPost, path: "/orders/1", ctype: "multipart/form-data; boundary=xyz",
+			body: []byte("--xyz\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nPUT\r\n--xyz\r\nContent-Disposition: form-data; name=\"customer\"\r\n\r\nAda"), want: 400, msg: "multipart"},
+	}
+	tried, resets := 0, 0
+	for _, c := range cases {
+		for _, rep := range []struct {
+			name string
+			h    H
+			json bool
+		}{{"json", hJSON, true}, {"page", hPage, false}} {
+			what := fmt.Sprintf("%s (%s)", c.name, rep.name)
+			r, err := call(app.base, c.method, c.path, c.ctype, c.body, rep.h)
+			tried++
+			if err != nil && c.want == 413 && strings.Contains(c.name, "4 MiB") {
+				// Known limit (PITFALLS): past the 4 MiB fasthttp reads, it
+				// answers 413 and closes while the client still sends, so the
+				// client may see a reset instead. Nothing can be stored.
+				resets++
+				t.Logf("%s: %v (the known reset past the read limit)", what, err)
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v, want a %d answer", what, err, c.want)
+				continue
+			}
+			if r.status != c.want {
+				t.Errorf("%s: got %d, want %d; body %s", what, r.status, c.want, snippet(r.body))
+				continue
+			}
+			checkMessage(t, what, r, rep.json, c.msg)
+			for _, leak := range []string{"NextPart", "fasthttp", "EOF", "multipart: "} {
+				if strings.Contains(string(r.body), leak) {
+					t.Errorf("%s: the message shows internals (%q): %s", what, leak, snippet(r.body))
+				}
+			}
+		}
+	}
+	var l listJSON
+	mustCall(t, app.base, http.MethodGet, "/orders", "", nil, hJSON).wantStatus(t, 200).decode(t, &l)
+	var o orderJSON
+	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, hJSON).wantStatus(t, 200).decode(t, &o)
+	if l.Total != 1 || o.Version != 1 || o.Customer != "Existing" {
+		t.Fatalf("after the malformed requests: %d orders, order 1 at version %d named %q; want 1 order at version 1 named \"Existing\"", l.Total, o.Version, o.Customer)
+	}
+	t.Logf("%d malformed requests over HTTP (refused while reading the body): all 4xx (%d of the >4 MiB uploads saw a connection reset instead of the 413), nothing stored", tried, resets)
+}

@@ -1,0 +1,431 @@
+// Package e2e tries to break the promises of issue 4 ("Never lose an order,
+// never let a stranger in") from the outside: the built binary as a
+// subprocess on its own redis-server, and the application in process for
+// the request-level checks. It holds tests only.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+
+	"orders/routes"
+	"orders/store"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// appBinary builds the application once per test run and returns its path.
+func appBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "orders-e2e-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "orders")
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-o", buildBin, ".")
+		cmd.Dir = ".."
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		fmt.Printf("e2e: built the app in %v\n", time.Since(start).Round(time.Millisecond))
+	})
+	if buildErr != nil {
+		t.Fatalf("building the app: %v", buildErr)
+	}
+	return buildBin
+}
+
+// redisServerPath returns redis-server's path, or skips loudly (fails with
+// ORDERS_REQUIRE_REDIS=1) when it is not installed.
+func redisServerPath(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
+			t.Fatalf("*** redis-server is not installed (%v), and ORDERS_REQUIRE_REDIS=1 ***", err)
+		}
+		t.Logf("*** SKIPPING %s: redis-server is not installed (%v); install redis-server or run .ci/run ***", t.Name(), err)
+		fmt.Fprintf(os.Stderr, "*** SKIPPING %s: redis-server is not installed ***\n", t.Name())
+		t.Skip("redis-server is not installed")
+	}
+	return p
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer collects a subprocess's output for failure messages.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// proc is a subprocess the test started; it is killed when the test ends.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{}
+	err    error // valid after exited is closed
+}
+
+func startProc(t testing.TB, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// running reports whether the process has not exited.
+func (p *proc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig to the process (it must still run).
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if !p.running() {
+		t.Fatalf("%s exited before %v (%v); its output:\n%s", p.name, sig, p.err, tail(p.out.String(), 20))
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("sending %v to %s: %v", sig, p.name, err)
+	}
+}
+
+// kill sends SIGKILL (and SIGCONT, should it be stopped) and waits for the
+// process to end.
+func (p *proc) kill() {
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// redisServer is a redis-server of the test's own on a loopback port.
+type redisServer struct {
+	*proc
+	port int
+}
+
+func (r *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) + "/0" }
+func (r *redisServer) addr() string {
+	return "127.0.0.1:" + strconv.Itoa(r.port)
+}
+
+// startRedis starts redis-server on port (a free one when 0), without
+// persistence, and waits until it answers PING.
+func startRedis(t testing.TB, port int) *redisServer {
+	t.Helper()
+	bin := redisServerPath(t)
+	if port == 0 {
+		port = freePort(t)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--daemonize", "no")
+	r := &redisServer{proc: startProc(t, "redis-server :"+strconv.Itoa(port), cmd), port: port}
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return r
+		}
+		if !r.running() || time.Now().After(deadline) {
+			t.Fatalf("redis-server on port %d did not answer PING (%v); its output:\n%s", port, err, tail(r.out.String(), 20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// client returns a go-redis client to r for the test's own checks.
+func (r *redisServer) client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// appServer is the built binary, serving on its own port over a redis URL.
+type appServer struct {
+	*proc
+	base string // http://127.0.0.1:port
+}
+
+// startApp runs the binary with -addr and -redis (empty: the embedded
+// store, keeping nothing) and waits until /healthz answers. env adds
+// variables ("AUTH_USER=x").
+func startApp(t testing.TB, redisURL string, env ...string) *appServer {
+	t.Helper()
+	bin := appBinary(t)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	cmd := exec.Command(bin, "-addr", addr, "-redis", redisURL, "-data", "")
+	cmd.Env = appEnv(env...)
+	a := &appServer{proc: startProc(t, "app "+addr, cmd), base: "http://" + addr}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := quick.Get(a.base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return a
+			}
+		}
+		if !a.running() || time.Now().After(deadline) {
+			t.Fatalf("the app on %s did not answer /healthz (%v); its output:\n%s", addr, err, tail(a.out.String(), 30))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// appEnv is the test's environment without the app's own variables (the
+// flags set what matters; AUTH_* would turn on sign-in).
+func appEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "AUTH_USER", "AUTH_PASSWORD":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+var (
+	// httpc talks to app subprocesses.
+	httpc = &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 30 * time.Second,
+			DisableCompression: true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	quick = &http.Client{Timeout: 500 * time.Millisecond}
+)
+
+// H is a set of request headers.
+type H map[string]string
+
+var (
+	hJSON = H{"Accept": "application/json"}
+	hPage = H{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+	hHX   = H{"Accept": "text/html", "HX-Request": "true"}
+)
+
+func (h H) with(more H) H {
+	out := H{}
+	for k, v := range h {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+// resp is a response read whole, with how long it took.
+type resp struct {
+	what   string // "METHOD path" for messages
+	status int
+	header http.Header
+	body   []byte
+	took   time.Duration
+}
+
+func (r *resp) String() string { return r.what }
+
+// snippet shortens a body for a failure message.
+func snippet(b []byte) string {
+	s := string(b)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// call sends one request to a subprocess; err is a transport error.
+func call(base, method, path, ctype string, body []byte, h H) (*resp, error) {
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	res, err := httpc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &resp{what: method + " " + path, status: res.StatusCode, header: res.Header, body: b, took: time.Since(start)}, nil
+}
+
+// mustCall is call that fails the test on a transport error.
+func mustCall(t testing.TB, base, method, path, ctype string, body []byte, h H) *resp {
+	t.Helper()
+	r, err := call(base, method, path, ctype, body, h)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+func (r *resp) wantStatus(t testing.TB, want int) *resp {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("%s: got status %d, want %d; body %s", r.what, r.status, want, snippet(r.body))
+	}
+	return r
+}
+
+func (r *resp) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("%s: body is not the JSON wanted (%v): %s", r.what, err, snippet(r.body))
+	}
+}
+
+func jsonOf(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// orderJSON is an order as the JSON representation shows it.
+type orderJSON struct {
+	ID        int64       `json:"id"`
+	Customer  string      `json:"customer"`
+	Status    string      `json:"status"`
+	Items     []itemJSON  `json:"items"`
+	ItemCount int         `json:"item_count"`
+	Total     store.Money `json:"total"`
+	Version   int64       `json:"version"`
+}
+
+type itemJSON struct {
+	SKU       string      `json:"sku"`
+	Name      string      `json:"name"`
+	Quantity  int64       `json:"quantity"`
+	UnitPrice store.Money `json:"unit_price"`
+	LineTotal store.Money `json:"line_total"`
+}
+
+type listJSON struct {
+	Orders  []orderJSON `json:"orders"`
+	Page    int         `json:"page"`
+	PerPage int         `json:"per_page"`
+	Total   int64       `json:"total"`
+	Next    *string     `json:"next"`
+}
+
+// inProcess is the application over rdb, built as main.go builds it, for
+// app.Test.
+func inProcess(t testing.TB, rdb redis.UniversalClient) *fiber.App {
+	t.Helper()
+	app, err := routes.New(routes.Config{
+		Store:  store.New(rdb, store.Options{}),
+		Views:  os.DirFS(".."),
+		Public: os.DirFS("../public"),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatalf("routes.New: %v", err)
+	}
+	return app
+}
