@@ -13,8 +13,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with ORDERS_PPROF
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,6 +100,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stdout, nil))
+	if addr := getenv("ORDERS_PPROF"); addr != "" {
+		servePprof(addr, log)
+	}
 
 	rdb, cluster, cleanup, err := openRedis(cfg, log)
 	if err != nil {
@@ -147,6 +153,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return app.ShutdownWithContext(sctx)
+}
+
+// servePprof serves net/http/pprof on addr, with mutex and block profiles,
+// for bench/run.sh. It is off unless ORDERS_PPROF names an address: keep that
+// address on loopback.
+func servePprof(addr string, log *slog.Logger) {
+	runtime.SetMutexProfileFraction(10)
+	runtime.SetBlockProfileRate(100_000)
+	go func() { log.Error("pprof", "err", http.ListenAndServe(addr, nil)) }()
+	log.Info("serving pprof", "addr", addr)
 }
 
 // openRedis connects to the configured Redis, or starts the embedded one.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
-	"github.com/gofiber/template/html/v2"
 
 	"orders/store"
 )
@@ -37,6 +36,8 @@ type Config struct {
 	AuthUser, AuthPassword string
 }
 
+func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
+
 // MaxBody is the largest request body the application reads (CONTRACT §3).
 const MaxBody = 1 << 20
 
@@ -48,16 +49,12 @@ func New(cfg Config) (*fiber.App, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 1500 * time.Millisecond
 	}
-	engine := html.NewFileSystem(http.FS(cfg.Views), ".html")
-	engine.AddFuncMap(funcs)
-	// A template that fails to parse is otherwise only logged (PITFALLS).
-	if err := engine.Load(); err != nil {
-		return nil, fmt.Errorf("loading templates: %w", err)
+	engine, err := newViews(cfg.Views, funcs, []string{layoutPage, layoutBare})
+	if err != nil {
+		return nil, err
 	}
-	for _, name := range []string{layoutPage, layoutBare, "partials/error"} {
-		if engine.Templates.Lookup(name) == nil {
-			return nil, fmt.Errorf("template %s is missing", name)
-		}
+	if engine.set.Lookup("partials/error") == nil {
+		return nil, fmt.Errorf("template partials/error is missing")
 	}
 	h := &handlers{store: cfg.Store, log: cfg.Logger}
 	app := fiber.New(fiber.Config{

@@ -53,7 +53,8 @@ func (q *Query) Normalize() {
 
 // List returns one page of orders in two pipelined round trips, whatever
 // the page size: the first reads the index range and its count, the second
-// reads the orders (and their items, for the Inquiry).
+// reads the orders (each one hash, items included; only the Inquiry keeps
+// the items).
 func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	q.Normalize()
 	out := Page{Page: q.Page, PerPage: q.PerPage, Orders: []Order{}}
@@ -117,7 +118,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 		hasExact := false
 		exactMember := "" // the exact match's own name entry, when its name matches too
 		if exact != 0 {
-			if o, ok := decodeOrder(exact, exactO.Val()); ok && (q.Status == "" || o.Status == q.Status) {
+			if o, ok := decodeOrder(exact, exactO.Val(), false); ok && (q.Status == "" || o.Status == q.Status) {
 				hasExact = true
 				if strings.HasPrefix(foldName(o.Customer), foldName(q.Q)) {
 					// Already counted by ZLEXCOUNT; listed once, first.
@@ -172,13 +173,9 @@ func (s *Store) loadMany(ctx context.Context, ids []int64, q Query) ([]Order, er
 		return orders, nil
 	}
 	ocs := make([]*redis.MapStringStringCmd, len(ids))
-	ics := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			ocs[i] = p.HGetAll(ctx, s.orderKey(id))
-			if q.Items {
-				ics[i] = p.HGetAll(ctx, s.itemsKey(id))
-			}
 		}
 		return nil
 	})
@@ -188,7 +185,7 @@ func (s *Store) loadMany(ctx context.Context, ids []int64, q Query) ([]Order, er
 	var missing []int64
 	prefix := foldName(q.Q)
 	for i, id := range ids {
-		o, ok := decodeOrder(id, ocs[i].Val())
+		o, ok := decodeOrder(id, ocs[i].Val(), q.Items)
 		if !ok {
 			missing = append(missing, id)
 			continue
@@ -199,9 +196,6 @@ func (s *Store) loadMany(ctx context.Context, ids []int64, q Query) ([]Order, er
 		}
 		if prefix != "" && id != q.exactID() && !strings.HasPrefix(foldName(o.Customer), prefix) {
 			continue
-		}
-		if q.Items {
-			o.Items = decodeItems(ics[i].Val(), o.ItemCount)
 		}
 		orders = append(orders, o)
 	}

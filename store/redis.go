@@ -10,11 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Store keeps orders in Redis. Each order is a hash ("o:{42}") and its items
-// a second hash ("o:{42}:i"); both share the hash tag {42}, so they live in
-// one Cluster slot and change in one MULTI/EXEC. Sorted sets index the
-// collection: by id (newest first), by status, and by lower-cased customer
-// name (for prefix search), each also per status.
+// Store keeps orders in Redis. Each order is one hash ("o:{42}") holding
+// its fields and its items, one field per item, so an order is one key and
+// changes atomically on its own (and its hash tag {42} pins it to one
+// Cluster slot). Sorted sets index the collection: by id (newest first), by
+// status, and by lower-cased customer name (for prefix search), each also
+// per status. docs/data.md describes every key and field.
 type Store struct {
 	rdb     redis.UniversalClient
 	prefix  string
@@ -42,25 +43,37 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	return s
 }
 
-// Order hash fields are short: they are repeated in every order.
+// Order hash fields are short: they are repeated in every order. Items are
+// the fields "0", "1", … (digits only), so no order field may be all digits.
 const (
 	fCustomer = "c"
-	fEmail    = "e"
-	fStatus   = "s"
-	fCurrency = "cu"
-	fNotes    = "n"
+	fEmail    = "e"  // absent when empty
+	fStatus   = "s"  // one letter: statusCode
+	fCurrency = "cu" // absent when USD
+	fNotes    = "n"  // absent when empty
 	fVersion  = "v"
 	fCreated  = "ca"
 	fUpdated  = "ua"
-	fCount    = "ic"
-	fTotal    = "t"
 )
+
+// defaultCurrency is the currency of an order hash without a cu field.
+const defaultCurrency = "USD"
+
+// statusCode is the one-letter form of a status in an order hash.
+var statusCode = map[Status]string{Pending: "p", Confirmed: "c", Shipped: "s", Delivered: "d", Cancelled: "x"}
+
+var statusOfCode = func() map[string]Status {
+	m := make(map[string]Status, len(statusCode))
+	for st, c := range statusCode {
+		m[c] = st
+	}
+	return m
+}()
 
 func (s *Store) orderKey(id int64) string {
 	return s.prefix + "o:{" + strconv.FormatInt(id, 10) + "}"
 }
-func (s *Store) itemsKey(id int64) string { return s.orderKey(id) + ":i" }
-func (s *Store) seqKey() string           { return s.prefix + "seq" }
+func (s *Store) seqKey() string { return s.prefix + "seq" }
 func (s *Store) idIndex(st Status) string {
 	if st == "" {
 		return s.prefix + "ix:id"
@@ -74,60 +87,169 @@ func (s *Store) nameIndex(st Status) string {
 	return s.prefix + "ix:name:" + string(st)
 }
 
+// idDigits are 64 ASCII characters in ascending byte order: the digits of
+// the inverted ids that end name-index members.
+const idDigits = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+var idDigitValue = func() (v [256]int8) {
+	for i := range v {
+		v[i] = -1
+	}
+	for i := 0; i < len(idDigits); i++ {
+		v[idDigits[i]] = int8(i)
+	}
+	return v
+}()
+
 // nameMember is an order's entry in a name index: the folded name, a NUL,
-// then the id inverted and zero-padded so that equal names sort newest first.
+// then the id inverted so that equal names sort newest first: one character
+// for the number of base-64 digits (more digits sort first), then each
+// digit d written as idDigits[63-d]. Id 1 is "yy", id 64 "xyz" (sorts
+// before "yy"); an id below 2^60 takes at most 11 characters (1,000,000
+// takes 5), where a zero-padded decimal took 18.
 func nameMember(customer string, id int64) string {
-	inv := strconv.FormatInt(1e18-id, 10)
-	return foldName(customer) + "\x00" + strings.Repeat("0", 18-len(inv)) + inv
+	return string(appendNameMember(nil, customer, id))
 }
 
+func appendNameMember(b []byte, customer string, id int64) []byte {
+	b = appendFold(b, customer)
+	b = append(b, 0)
+	var d [11]byte
+	n := 0
+	for x := id; x > 0 && n < len(d); x >>= 6 {
+		d[n] = idDigits[63-x&63]
+		n++
+	}
+	b = append(b, idDigits[63-n])
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, d[i])
+	}
+	return b
+}
+
+// memberID reads the id back from a name-index member.
 func memberID(m string) (int64, bool) {
 	i := strings.LastIndexByte(m, 0)
-	if i < 0 {
+	if i < 0 || i+2 > len(m) {
 		return 0, false
 	}
-	inv, err := strconv.ParseInt(m[i+1:], 10, 64)
-	if err != nil {
+	digits := m[i+1:]
+	n := 63 - int(idDigitValue[digits[0]])
+	if idDigitValue[digits[0]] < 0 || n != len(digits)-1 || n < 1 || n > 10 {
 		return 0, false
 	}
-	return 1e18 - inv, true
+	var id int64
+	for j := 1; j < len(digits); j++ {
+		v := idDigitValue[digits[j]]
+		if v < 0 {
+			return 0, false
+		}
+		id = id<<6 | int64(63-v)
+	}
+	return id, id > 0
 }
 
 // foldName is the case-insensitive form of a name used by search.
 func foldName(s string) string { return strings.ToLower(s) }
 
-func orderFields(o *Order) map[string]any {
-	return map[string]any{
-		fCustomer: o.Customer,
-		fEmail:    o.Email,
-		fStatus:   string(o.Status),
-		fCurrency: o.Currency,
-		fNotes:    o.Notes,
-		fVersion:  o.Version,
-		fCreated:  o.CreatedAt.Unix(),
-		fUpdated:  o.UpdatedAt.Unix(),
-		fCount:    o.ItemCount,
-		fTotal:    int64(o.Total),
+// appendFold appends foldName(s) to b, without allocating for ASCII names.
+func appendFold(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return append(b, strings.ToLower(s)...)
+		}
 	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
-func itemFields(items []Item) map[string]any {
-	m := make(map[string]any, len(items)*4)
-	for i, it := range items {
-		n := strconv.Itoa(i) + "."
-		if it.SKU != "" {
-			m[n+"k"] = it.SKU
-		}
-		m[n+"n"] = it.Name
-		m[n+"q"] = it.Quantity
-		m[n+"p"] = int64(it.UnitPrice)
+// orderArgs appends o's hash as HSET field-value arguments: the order's
+// fields (empty optional ones left out) and one field per item.
+func orderArgs(args []any, o *Order) []any {
+	args = append(args,
+		fCustomer, o.Customer,
+		fStatus, statusCodeOf(o.Status),
+		fVersion, o.Version,
+		fCreated, o.CreatedAt.Unix(),
+		fUpdated, o.UpdatedAt.Unix())
+	if o.Email != "" {
+		args = append(args, fEmail, o.Email)
 	}
-	return m
+	if o.Currency != "" && o.Currency != defaultCurrency {
+		args = append(args, fCurrency, o.Currency)
+	}
+	if o.Notes != "" {
+		args = append(args, fNotes, o.Notes)
+	}
+	for i := range o.Items {
+		args = append(args, itemField(i), string(appendItem(nil, &o.Items[i])))
+	}
+	return args
+}
+
+func statusCodeOf(st Status) string {
+	if c, ok := statusCode[st]; ok {
+		return c
+	}
+	return string(st)
+}
+
+// itemFields holds the field names of the first items, to spare an
+// allocation per item.
+var itemFields = func() (f [MaxItems]string) {
+	for i := range f {
+		f[i] = strconv.Itoa(i)
+	}
+	return f
+}()
+
+func itemField(i int) string {
+	if i < len(itemFields) {
+		return itemFields[i]
+	}
+	return strconv.Itoa(i)
+}
+
+// appendItem appends an item's value: "quantity unit_price sku name", the
+// price in cents and the SKU empty when there is none (a SKU has no spaces,
+// so the name is everything after the third space).
+func appendItem(b []byte, it *Item) []byte {
+	b = strconv.AppendInt(b, it.Quantity, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(it.UnitPrice), 10)
+	b = append(b, ' ')
+	b = append(b, it.SKU...)
+	b = append(b, ' ')
+	return append(b, it.Name...)
+}
+
+func parseItem(v string) (Item, bool) {
+	q, rest, ok1 := strings.Cut(v, " ")
+	p, rest, ok2 := strings.Cut(rest, " ")
+	sku, name, ok3 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || !ok3 {
+		return Item{}, false
+	}
+	qn, err1 := strconv.ParseInt(q, 10, 64)
+	pn, err2 := strconv.ParseInt(p, 10, 64)
+	if err1 != nil || err2 != nil {
+		return Item{}, false
+	}
+	it := Item{SKU: sku, Name: name, Quantity: qn, UnitPrice: Money(pn)}
+	it.LineTotal = it.UnitPrice.Times(it.Quantity)
+	return it, true
 }
 
 // decodeOrder reads an order hash; ok is false when the hash is empty
-// (the order does not exist) or damaged.
-func decodeOrder(id int64, h map[string]string) (Order, bool) {
+// (the order does not exist) or damaged. The item count and total are
+// derived from the items; withItems keeps the items themselves.
+func decodeOrder(id int64, h map[string]string, withItems bool) (Order, bool) {
 	if len(h) == 0 || h[fVersion] == "" {
 		return Order{}, false
 	}
@@ -142,27 +264,29 @@ func decodeOrder(id int64, h map[string]string) (Order, bool) {
 		Version:   num(fVersion),
 		CreatedAt: time.Unix(num(fCreated), 0).UTC(),
 		UpdatedAt: time.Unix(num(fUpdated), 0).UTC(),
-		ItemCount: int(num(fCount)),
-		Total:     Money(num(fTotal)),
 	}
-	return o, true
-}
-
-func decodeItems(h map[string]string, count int) []Item {
-	items := make([]Item, 0, count)
+	if st, ok := statusOfCode[h[fStatus]]; ok {
+		o.Status = st
+	}
+	if o.Currency == "" {
+		o.Currency = defaultCurrency
+	}
+	items := make([]Item, 0, len(h)-5)
 	for i := 0; ; i++ {
-		n := strconv.Itoa(i) + "."
-		name, ok := h[n+"n"]
+		v, ok := h[itemField(i)]
 		if !ok {
 			break
 		}
-		q, _ := strconv.ParseInt(h[n+"q"], 10, 64)
-		p, _ := strconv.ParseInt(h[n+"p"], 10, 64)
-		it := Item{SKU: h[n+"k"], Name: name, Quantity: q, UnitPrice: Money(p)}
-		it.LineTotal = it.UnitPrice.Times(it.Quantity)
-		items = append(items, it)
+		if it, ok := parseItem(v); ok {
+			items = append(items, it)
+		}
 	}
-	return items
+	o.Items = items
+	o.derive()
+	if !withItems {
+		o.Items = nil
+	}
+	return o, true
 }
 
 // wrap turns a failure to reach Redis into EUNAVAILABLE, and an error
@@ -196,27 +320,21 @@ func (s *Store) Ping(ctx context.Context) error {
 	return wrap(s.rdb.Ping(ctx).Err())
 }
 
-// Get reads one order with its items in one round trip.
+// Get reads one order with its items: one HGETALL.
 func (s *Store) Get(ctx context.Context, id int64) (*Order, error) {
 	o, err := s.load(ctx, s.rdb, id)
 	return o, wrap(err)
 }
 
 func (s *Store) load(ctx context.Context, c redis.Cmdable, id int64) (*Order, error) {
-	var oc, ic *redis.MapStringStringCmd
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		oc = p.HGetAll(ctx, s.orderKey(id))
-		ic = p.HGetAll(ctx, s.itemsKey(id))
-		return nil
-	})
+	h, err := c.HGetAll(ctx, s.orderKey(id)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	o, ok := decodeOrder(id, oc.Val())
+	o, ok := decodeOrder(id, h, true)
 	if !ok {
 		return nil, notFound(id)
 	}
-	o.Items = decodeItems(ic.Val(), o.ItemCount)
 	return &o, nil
 }
 
@@ -255,14 +373,14 @@ func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	return &o, nil
 }
 
-func (s *Store) writeOrder(ctx context.Context, p redis.Pipeliner, o *Order, replaceItems bool) {
-	p.HSet(ctx, s.orderKey(o.ID), orderFields(o))
-	if replaceItems {
-		p.Del(ctx, s.itemsKey(o.ID))
+// writeOrder writes o's hash. replace deletes the old hash first, so that
+// fields o no longer has (a cleared email, dropped items) go too.
+func (s *Store) writeOrder(ctx context.Context, p redis.Pipeliner, o *Order, replace bool) {
+	key := s.orderKey(o.ID)
+	if replace {
+		p.Del(ctx, key)
 	}
-	if len(o.Items) > 0 {
-		p.HSet(ctx, s.itemsKey(o.ID), itemFields(o.Items))
-	}
+	p.HSet(ctx, key, orderArgs(make([]any, 0, 16+2*len(o.Items)), o)...)
 }
 
 // writeIndexes moves o's index entries from what old had to what o has.
@@ -325,7 +443,7 @@ func (s *Store) Update(ctx context.Context, id int64, in Input, ifMatch int64) (
 			o.Version = cur.Version + 1
 			o.UpdatedAt = s.now().UTC().Truncate(time.Second)
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				s.writeOrder(ctx, p, &o, in.HasItems)
+				s.writeOrder(ctx, p, &o, true)
 				if !s.cluster {
 					s.writeIndexes(ctx, p, cur, &o)
 				}
@@ -382,7 +500,7 @@ func (s *Store) Delete(ctx context.Context, id int64, ifMatch, version int64) er
 				}
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.Del(ctx, key, s.itemsKey(id))
+				p.Del(ctx, key)
 				if !s.cluster {
 					s.writeIndexes(ctx, p, cur, nil)
 				}
