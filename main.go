@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"embed"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,7 +101,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stdout, nil))
+	logOut := newBufferedLog(stdout)
+	defer logOut.Close()
+	log := slog.New(slog.NewTextHandler(logOut, nil))
 	if addr := getenv("ORDERS_PPROF"); addr != "" {
 		servePprof(addr, log)
 	}
@@ -213,4 +217,52 @@ func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(
 		log.Info("using Redis", "addr", o.Addr, "db", o.DB)
 		return rdb, false, func() { rdb.Close() }, nil
 	}
+}
+
+// bufferedLog buffers log lines and writes them out every 100 ms (and when
+// 32 KiB are waiting, and on Close), so a busy server makes a few write
+// calls a second instead of one per request. A crash loses at most the
+// last 100 ms of log lines.
+type bufferedLog struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newBufferedLog(w io.Writer) *bufferedLog {
+	l := &bufferedLog{w: bufio.NewWriterSize(w, 32<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				l.flush()
+			case <-l.stop:
+				l.flush()
+				return
+			}
+		}
+	}()
+	return l
+}
+
+func (l *bufferedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *bufferedLog) flush() {
+	l.mu.Lock()
+	_ = l.w.Flush()
+	l.mu.Unlock()
+}
+
+// Close writes what is waiting and stops the flusher.
+func (l *bufferedLog) Close() {
+	close(l.stop)
+	<-l.done
 }

@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -26,10 +28,19 @@ func securityHeaders(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// Request ids are a random prefix chosen at start and a counter: unique
+// across restarts and instances without a random read per request.
+var (
+	idPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	idCounter atomic.Uint64
+)
+
 func (h *handlers) requestID(c *fiber.Ctx) error {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
+	id := idPrefix + strconv.FormatUint(idCounter.Add(1)+1<<32, 16)[1:]
 	c.Locals("request_id", id)
 	c.Set("X-Request-Id", id)
 	return c.Next()
