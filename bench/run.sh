@@ -171,9 +171,9 @@ if [ "${SKIP_PROFILE:-0}" != 1 ]; then
   note "mutex contention (delay):"
   go tool pprof -top -nodecount=12 "$out/orders-pprof" "$out/mutex.pprof" 2>/dev/null | sed -n '4,18p' | tee -a "$report"
   note ""
-  note "time blocked on the template engine's lock (block profile, cumulative):"
-  go tool pprof -top -cum -nodecount=200 "$out/orders-pprof" "$out/block.pprof" 2>/dev/null |
-    grep -E 'Duration|Total|template/html/v2|RWMutex\)\.Lock|sync\.\(\*Mutex\)\.Lock' | head -8 | tee -a "$report"
+  note "time blocked on locks (block profile, cumulative):"
+  { go tool pprof -top -cum -nodecount=200 "$out/orders-pprof" "$out/block.pprof" 2>/dev/null |
+    grep -E 'Duration|Total|template|RWMutex\)\.Lock|sync\.\(\*Mutex\)\.Lock' || true; } | head -8 | tee -a "$report"
   note '```'
   kill "$prof_pid" 2>/dev/null || true
 fi
