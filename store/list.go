@@ -107,6 +107,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	out.Total = totalCmd.Val()
 
 	var ids []int64
+	var members map[int64]string // name-index entries, by id
 	if q.Q == "" {
 		for _, m := range rangeCmd.Val() {
 			if id, err := strconv.ParseInt(m, 10, 64); err == nil {
@@ -151,13 +152,15 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 		if int64(len(names)) > count {
 			names = names[:count]
 		}
+		members = make(map[int64]string, len(names))
 		for _, m := range names {
 			if id, ok := memberID(m); ok && !(hasExact && id == exact) {
 				ids = append(ids, id)
+				members[id] = m
 			}
 		}
 	}
-	orders, err := s.loadMany(ctx, ids, q)
+	orders, err := s.loadMany(ctx, ids, members, q)
 	if err != nil {
 		return out, err
 	}
@@ -167,7 +170,8 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 
 // loadMany reads the given orders in one pipelined round trip, skipping
 // (and repairing) index entries whose order is gone or no longer matches.
-func (s *Store) loadMany(ctx context.Context, ids []int64, q Query) ([]Order, error) {
+// members holds the name-index entries the ids came from, if they did.
+func (s *Store) loadMany(ctx context.Context, ids []int64, members map[int64]string, q Query) ([]Order, error) {
 	orders := make([]Order, 0, len(ids))
 	if len(ids) == 0 {
 		return orders, nil
@@ -200,7 +204,13 @@ func (s *Store) loadMany(ctx context.Context, ids []int64, q Query) ([]Order, er
 		orders = append(orders, o)
 	}
 	if len(missing) > 0 {
-		go s.repair(missing)
+		stale := make([]string, 0, len(missing))
+		for _, id := range missing {
+			if m, ok := members[id]; ok {
+				stale = append(stale, m)
+			}
+		}
+		go s.repair(missing, stale)
 	}
 	return orders, nil
 }
@@ -210,13 +220,15 @@ func (q Query) exactID() int64 {
 	return id
 }
 
-// repair removes the id-index entries of orders that no longer exist. Only
-// a Cluster, where index entries are written outside the order's
-// transaction, can leave such entries behind (after a crash between the two).
-func (s *Store) repair(ids []int64) {
+// repair removes the index entries of orders that no longer exist: the
+// id-index entries of ids, and the name-index entries names. Only a Cluster,
+// where index entries are written outside the order's transaction, can leave
+// such entries behind (a crash between the two); each id is checked again
+// first, so an order that exists keeps its entries.
+func (s *Store) repair(ids []int64, names []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, id := range ids {
+	for i, id := range ids {
 		if n, err := s.rdb.Exists(ctx, s.orderKey(id)).Result(); err != nil || n != 0 {
 			continue
 		}
@@ -224,6 +236,14 @@ func (s *Store) repair(ids []int64) {
 		s.rdb.ZRem(ctx, s.idIndex(""), m)
 		for _, st := range Statuses {
 			s.rdb.ZRem(ctx, s.idIndex(st), m)
+		}
+		for _, name := range names {
+			if got, ok := memberID(name); ok && got == ids[i] {
+				s.rdb.ZRem(ctx, s.nameIndex(""), name)
+				for _, st := range Statuses {
+					s.rdb.ZRem(ctx, s.nameIndex(st), name)
+				}
+			}
 		}
 	}
 }
