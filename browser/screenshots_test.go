@@ -5,10 +5,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"orders/store"
 )
 
 // TestDocScreenshots renders the pictures in docs/screenshots: the list in
@@ -24,6 +27,12 @@ func TestDocScreenshots(t *testing.T) {
 	if _, err := e.store.Seed(context.Background(), 40, rand.New(rand.NewPCG(7, 7))); err != nil {
 		t.Fatal(err)
 	}
+	// An order with status buttons to show: the newest confirmed one.
+	page, err := e.store.List(context.Background(), store.Query{Status: store.Confirmed, PerPage: 1})
+	if err != nil || len(page.Orders) == 0 {
+		t.Fatalf("no confirmed order among the seeded ones: %v", err)
+	}
+	orderURL := "/orders/" + strconv.FormatInt(page.Orders[0].ID, 10)
 	shoot := func(name, url string, width, height int64, dark bool, wait string) {
 		t.Helper()
 		scheme := "light"
@@ -43,9 +52,9 @@ func TestDocScreenshots(t *testing.T) {
 	}
 	shoot("orders-list", "/orders", 1280, 820, false, "#order-results")
 	shoot("orders-list-dark", "/orders", 1280, 820, true, "#order-results")
-	shoot("order", "/orders/37", 1280, 820, false, "#order")
+	shoot("order", orderURL, 1280, 820, false, "#order")
 	shoot("new-order-dark", "/orders/new", 1280, 820, true, "#order-form")
 	shoot("inquiry", "/orders/inquiry?per_page=5", 1280, 820, false, "#order-results")
 	shoot("phone-list", "/orders", 390, 844, false, "#order-results")
-	shoot("phone-order-dark", "/orders/37", 390, 844, true, "#order")
+	shoot("phone-order-dark", orderURL, 390, 844, true, "#order")
 }
