@@ -35,6 +35,17 @@ func orderID(c *fiber.Ctx) (int64, error) {
 	return id, nil
 }
 
+// member reads what every member handler starts with: the representation
+// asked for (406 first, before any work) and the order id from the path.
+func member(c *fiber.Ctx) (repr, int64, error) {
+	r, err := negotiate(c)
+	if err != nil {
+		return r, 0, err
+	}
+	id, err := orderID(c)
+	return r, id, err
+}
+
 // listView is the List or Inquiry page.
 type listView struct {
 	Path    string // /orders or /orders/inquiry
@@ -214,11 +225,7 @@ func etagVersions(header string, id int64) (versions []int64, any bool) {
 }
 
 func (o *orderHandlers) show(c *fiber.Ctx) error {
-	r, err := negotiate(c)
-	if err != nil {
-		return err
-	}
-	id, err := orderID(c)
+	r, id, err := member(c)
 	if err != nil {
 		return err
 	}
@@ -330,11 +337,7 @@ func invalidFields(err error) map[string]string {
 }
 
 func (o *orderHandlers) editForm(c *fiber.Ctx) error {
-	r, err := negotiate(c)
-	if err != nil {
-		return err
-	}
-	id, err := orderID(c)
+	r, id, err := member(c)
 	if err != nil {
 		return err
 	}
@@ -376,11 +379,7 @@ func ifMatch(c *fiber.Ctx, id int64) int64 {
 }
 
 func (o *orderHandlers) update(c *fiber.Ctx) error {
-	r, err := negotiate(c)
-	if err != nil {
-		return err
-	}
-	id, err := orderID(c)
+	r, id, err := member(c)
 	if err != nil {
 		return err
 	}
@@ -432,11 +431,7 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 }
 
 func (o *orderHandlers) delete(c *fiber.Ctx) error {
-	r, err := negotiate(c)
-	if err != nil {
-		return err
-	}
-	id, err := orderID(c)
+	r, id, err := member(c)
 	if err != nil {
 		return err
 	}
