@@ -46,6 +46,16 @@ func member(c *fiber.Ctx) (repr, int64, error) {
 	return r, id, err
 }
 
+// memberOrder is member and the stored order, for the member GETs.
+func (o *orderHandlers) memberOrder(c *fiber.Ctx) (repr, *store.Order, error) {
+	r, id, err := member(c)
+	if err != nil {
+		return r, nil, err
+	}
+	ord, err := o.store.Get(c.UserContext(), id)
+	return r, ord, err
+}
+
 // listView is the List or Inquiry page.
 type listView struct {
 	Path    string // /orders or /orders/inquiry
@@ -225,14 +235,11 @@ func etagVersions(header string, id int64) (versions []int64, any bool) {
 }
 
 func (o *orderHandlers) show(c *fiber.Ctx) error {
-	r, id, err := member(c)
+	r, ord, err := o.memberOrder(c)
 	if err != nil {
 		return err
 	}
-	ord, err := o.store.Get(c.UserContext(), id)
-	if err != nil {
-		return err
-	}
+	id := ord.ID
 	partial, part := "partials/orders/show", ""
 	if r == reprFragment && hxTarget(c) == rowTarget(id) {
 		partial, part = "partials/orders/row", "row"
@@ -337,14 +344,11 @@ func invalidFields(err error) map[string]string {
 }
 
 func (o *orderHandlers) editForm(c *fiber.Ctx) error {
-	r, id, err := member(c)
+	r, ord, err := o.memberOrder(c)
 	if err != nil {
 		return err
 	}
-	ord, err := o.store.Get(c.UserContext(), id)
-	if err != nil {
-		return err
-	}
+	id := ord.ID
 	if r == reprJSON {
 		// The update form for programs: the order and what may change.
 		return sendJSON(c, fiber.StatusOK, fiber.Map{
