@@ -143,7 +143,7 @@ type handlers struct {
 }
 
 func (h *handlers) ready(c *fiber.Ctx) error {
-	if err := h.store.Ping(c.UserContext()); err != nil {
+	if err := h.store.Ready(c.UserContext()); err != nil {
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return c.Status(fiber.StatusServiceUnavailable).SendString("redis is not answering\n")
 	}

@@ -21,6 +21,7 @@ type Store struct {
 	prefix  string
 	cluster bool
 	now     func() time.Time
+	health  func() error
 }
 
 // Options configures a Store.
@@ -32,11 +33,14 @@ type Options struct {
 	Cluster bool
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
+	// Health, when set, is asked by Ready besides Redis itself (the
+	// embedded store reports failing snapshots through it).
+	Health func() error
 }
 
 // New returns a Store over rdb.
 func New(rdb redis.UniversalClient, opt Options) *Store {
-	s := &Store{rdb: rdb, prefix: opt.Prefix, cluster: opt.Cluster, now: opt.Now}
+	s := &Store{rdb: rdb, prefix: opt.Prefix, cluster: opt.Cluster, now: opt.Now, health: opt.Health}
 	if s.now == nil {
 		s.now = time.Now
 	}
