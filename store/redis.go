@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ type Store struct {
 	cluster bool
 	now     func() time.Time
 	health  func() error
+	log     *slog.Logger
 }
 
 // Options configures a Store.
@@ -36,13 +38,19 @@ type Options struct {
 	// Health, when set, is asked by Ready besides Redis itself (the
 	// embedded store reports failing snapshots through it).
 	Health func() error
+	// Logger receives reports of damaged records and repairs;
+	// slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // New returns a Store over rdb.
 func New(rdb redis.UniversalClient, opt Options) *Store {
-	s := &Store{rdb: rdb, prefix: opt.Prefix, cluster: opt.Cluster, now: opt.Now, health: opt.Health}
+	s := &Store{rdb: rdb, prefix: opt.Prefix, cluster: opt.Cluster, now: opt.Now, health: opt.Health, log: opt.Logger}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	return s
 }
@@ -275,7 +283,7 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (Order, bool) {
 	if o.Currency == "" {
 		o.Currency = defaultCurrency
 	}
-	items := make([]Item, 0, len(h)-5)
+	items := make([]Item, 0, max(len(h)-5, 0))
 	for i := 0; ; i++ {
 		v, ok := h[itemField(i)]
 		if !ok {
@@ -337,82 +345,84 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, id int64) (*Order, er
 	}
 	o, ok := decodeOrder(id, h, true)
 	if !ok {
+		if len(h) > 0 {
+			s.damaged(s.orderKey(id), h)
+		}
 		return nil, notFound(id)
 	}
 	return &o, nil
+}
+
+// orders is how orders are stored: one hash each (o:{42}), in the id and
+// name indexes, each also per status.
+var orders = &kind[Order]{
+	name:         "o",
+	versionField: fVersion,
+	decode: func(id int64, h map[string]string) (*Order, bool) {
+		o, ok := decodeOrder(id, h, true)
+		return &o, ok
+	},
+	encode: func(o *Order) []any { return orderArgs(make([]any, 0, 16+2*len(o.Items)), o) },
+	version: func(o *Order) int64 { return o.Version },
+	entries: (*Store).orderEntries,
+	indexes: func(s *Store) []indexKey {
+		byID := func(m string) (int64, bool) { return ParseID(m) }
+		keys := []indexKey{{s.idIndex(""), byID}, {s.nameIndex(""), memberID}}
+		for _, st := range Statuses {
+			keys = append(keys, indexKey{s.idIndex(st), byID}, indexKey{s.nameIndex(st), memberID})
+		}
+		return keys
+	},
+}
+
+func init() { kinds[orders.name] = orders }
+
+// orderEntries lists the index entries of o: by id and by name, each in
+// the whole collection and in o's status.
+func (s *Store) orderEntries(o *Order) []ixEntry {
+	idm := strconv.FormatInt(o.ID, 10)
+	nm := nameMember(o.Customer, o.ID)
+	return []ixEntry{
+		{s.idIndex(""), idm, float64(o.ID)},
+		{s.idIndex(o.Status), idm, float64(o.ID)},
+		{s.nameIndex(""), nm, 0},
+		{s.nameIndex(o.Status), nm, 0},
+	}
 }
 
 // Create validates in and stores it as a new pending order with a fresh id.
 func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	o, errs := apply(nil, in)
 	if errs != nil {
-		return nil, &Error{Code: EINVALID, Message: "the order has invalid values", Fields: errs}
+		return nil, invalid(errs, nil)
 	}
 	id, err := s.rdb.Incr(ctx, s.seqKey()).Result()
 	if err != nil {
 		return nil, wrap(err)
 	}
+	return s.createAs(ctx, id, o)
+}
+
+// createAs stores o as the new order id. An order that already has that id
+// (an idempotent retry that lost the race to its first request) is
+// returned as it is.
+func (s *Store) createAs(ctx context.Context, id int64, o Order) (*Order, error) {
 	now := s.now().UTC().Truncate(time.Second)
 	o.ID, o.Version, o.CreatedAt, o.UpdatedAt = id, 1, now, now
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		s.writeOrder(ctx, p, &o, false)
-		if !s.cluster {
-			s.writeIndexes(ctx, p, nil, &o)
+	ch, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
+		if cur != nil {
+			return cur, nil
 		}
-		return nil
+		return &o, nil
 	})
 	if err != nil {
-		return nil, wrap(err)
+		return nil, err
 	}
-	if s.cluster {
-		// Added after the order exists: a reader never finds an entry for an
-		// order that was never written (it may briefly miss a new order).
-		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			s.writeIndexes(ctx, p, nil, &o)
-			return nil
-		}); err != nil {
-			return nil, wrap(err)
-		}
-	}
-	return &o, nil
+	return ch.After, nil
 }
 
-// writeOrder writes o's hash. replace deletes the old hash first, so that
-// fields o no longer has (a cleared email, dropped items) go too.
-func (s *Store) writeOrder(ctx context.Context, p redis.Pipeliner, o *Order, replace bool) {
-	key := s.orderKey(o.ID)
-	if replace {
-		p.Del(ctx, key)
-	}
-	p.HSet(ctx, key, orderArgs(make([]any, 0, 16+2*len(o.Items)), o)...)
-}
-
-// writeIndexes moves o's index entries from what old had to what o has.
-// old nil: a new order; o nil: a deleted one.
-func (s *Store) writeIndexes(ctx context.Context, p redis.Pipeliner, old, o *Order) {
-	if old != nil && (o == nil || old.Status != o.Status || old.Customer != o.Customer) {
-		idm := strconv.FormatInt(old.ID, 10)
-		nm := nameMember(old.Customer, old.ID)
-		if o == nil {
-			p.ZRem(ctx, s.idIndex(""), idm)
-		}
-		if o == nil || old.Status != o.Status {
-			p.ZRem(ctx, s.idIndex(old.Status), idm)
-		}
-		p.ZRem(ctx, s.nameIndex(""), nm)
-		p.ZRem(ctx, s.nameIndex(old.Status), nm)
-	}
-	if o == nil || (old != nil && old.Status == o.Status && old.Customer == o.Customer) {
-		return
-	}
-	idz := redis.Z{Score: float64(o.ID), Member: strconv.FormatInt(o.ID, 10)}
-	nz := redis.Z{Member: nameMember(o.Customer, o.ID)}
-	if old == nil {
-		p.ZAdd(ctx, s.idIndex(""), idz)
-	}
-	p.ZAdd(ctx, s.idIndex(o.Status), idz)
-	p.ZAdd(ctx, s.nameIndex(""), nz)
-	p.ZAdd(ctx, s.nameIndex(o.Status), nz)
+func invalid(errs map[string]string, cur *Order) *Error {
+	return &Error{Code: EINVALID, Message: "the order has invalid values", Fields: errs, Current: cur}
 }
 
 // maxRetries bounds how often a write retries after another writer changed
@@ -421,101 +431,67 @@ const maxRetries = 50
 
 // Update applies in to order id. ifMatch, when not 0, is the version an
 // If-Match header requires (EPRECONDITION otherwise); in.Version is the
-// version a form or JSON body carries (ECONFLICT otherwise). The check and
-// the write are one optimistic transaction (WATCH, MULTI/EXEC), retried when
-// another writer got in between.
+// version a form or JSON body carries (ECONFLICT otherwise). A change that
+// changes nothing writes nothing and keeps the version.
 func (s *Store) Update(ctx context.Context, id int64, in Input, ifMatch int64) (*Order, error) {
-	key := s.orderKey(id)
-	var next, cur *Order
-	for attempt := 0; attempt < maxRetries; attempt++ {
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			var err error
-			cur, err = s.load(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if ifMatch != 0 && cur.Version != ifMatch {
-				return &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
-			}
-			if in.Version != nil && *in.Version != cur.Version {
-				return &Error{Code: ECONFLICT, Message: "someone else changed this order; review the current values", Current: cur}
-			}
-			o, errs := apply(cur, in)
-			if errs != nil {
-				return &Error{Code: EINVALID, Message: "the order has invalid values", Fields: errs, Current: cur}
-			}
-			o.Version = cur.Version + 1
-			o.UpdatedAt = s.now().UTC().Truncate(time.Second)
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				s.writeOrder(ctx, p, &o, true)
-				if !s.cluster {
-					s.writeIndexes(ctx, p, cur, &o)
-				}
-				return nil
-			})
-			next = &o
-			return err
-		}, key)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
+	ch, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
+		if cur == nil {
+			return nil, notFound(id)
 		}
-		if err != nil {
-			return nil, wrap(err)
+		if ifMatch != 0 && cur.Version != ifMatch {
+			return nil, &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
 		}
-		if s.cluster {
-			// Entries for the new name or status are added after the order
-			// changed; stale ones are skipped by readers.
-			if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				s.writeIndexes(ctx, p, cur, next)
-				return nil
-			}); err != nil {
-				return nil, wrap(err)
-			}
+		if in.Version != nil && *in.Version != cur.Version {
+			return nil, &Error{Code: ECONFLICT, Message: "someone else changed this order; review the current values", Current: cur}
 		}
-		return next, nil
+		o, errs := apply(cur, in)
+		if errs != nil {
+			return nil, invalid(errs, cur)
+		}
+		if sameOrder(cur, &o) {
+			return cur, nil
+		}
+		o.Version = cur.Version + 1
+		o.UpdatedAt = s.now().UTC().Truncate(time.Second)
+		return &o, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, unavailable(errors.New("too many concurrent writers"))
+	return ch.After, nil
+}
+
+// sameOrder reports whether a and b store the same values (the version and
+// times aside).
+func sameOrder(a, b *Order) bool {
+	if a.Customer != b.Customer || a.Email != b.Email || a.Status != b.Status ||
+		a.Currency != b.Currency || a.Notes != b.Notes || len(a.Items) != len(b.Items) {
+		return false
+	}
+	for i := range a.Items {
+		x, y := a.Items[i], b.Items[i]
+		if x.SKU != y.SKU || x.Name != y.Name || x.Quantity != y.Quantity || x.UnitPrice != y.UnitPrice {
+			return false
+		}
+	}
+	return true
 }
 
 // Delete removes order id, its items and its index entries. ifMatch, when
 // not 0, must equal the stored version (EPRECONDITION); so must version, the
 // one a form or JSON body carries (ECONFLICT).
 func (s *Store) Delete(ctx context.Context, id int64, ifMatch, version int64) error {
-	key := s.orderKey(id)
-	for attempt := 0; attempt < maxRetries; attempt++ {
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			cur, err := s.load(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if ifMatch != 0 && cur.Version != ifMatch {
-				return &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
-			}
-			if version != 0 && cur.Version != version {
-				return &Error{Code: ECONFLICT, Message: "someone else changed this order since you saw it; it was not deleted", Current: cur}
-			}
-			if s.cluster {
-				// Index entries go before the order, so none points nowhere.
-				if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-					s.writeIndexes(ctx, p, cur, nil)
-					return nil
-				}); err != nil {
-					return err
-				}
-			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.Del(ctx, key)
-				if !s.cluster {
-					s.writeIndexes(ctx, p, cur, nil)
-				}
-				return nil
-			})
-			return err
-		}, key)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
+	_, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
+		if cur == nil {
+			return nil, notFound(id)
 		}
-		return wrap(err)
-	}
-	return unavailable(errors.New("too many concurrent writers"))
+		if ifMatch != 0 && cur.Version != ifMatch {
+			return nil, &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
+		}
+		if version != 0 && cur.Version != version {
+			return nil, &Error{Code: ECONFLICT, Message: "someone else changed this order since you saw it; it was not deleted", Current: cur}
+		}
+		return nil, nil
+	})
+	return err
 }

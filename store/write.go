@@ -1,0 +1,372 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// This file is the one write path of every resource: a record (one hash)
+// and its index entries (members of sorted sets) change through write and
+// nothing else (the bulk Seed aside, docs/data.md).
+//
+// On a single Redis (and the embedded one) the record and its index entries
+// change in one MULTI under a WATCH of the record. On a Cluster the indexes
+// live in other slots, so they cannot share the record's transaction; there
+// the write first records an intent (the index entries the record had and
+// will have) in the intents hash, then runs the record's transaction, then
+// settles the indexes from the record itself and deletes the intent. An
+// intent left behind (a crash, a timeout, a lost race) is settled by
+// Reconcile within a few seconds: every index change is recoverable.
+
+// ixEntry is one index entry: a member of a sorted set.
+type ixEntry struct {
+	Key    string
+	Member string
+	Score  float64
+}
+
+// kind describes how one resource is stored: its record key, how a record
+// hash is read and written, and the index entries a record belongs in.
+// Everything generic in this file works from it.
+type kind[T any] struct {
+	// name is the record keys' prefix ("o" for orders: o:{42}).
+	name string
+	// versionField is the hash field holding the version.
+	versionField string
+	// decode reads a record hash; ok is false when it is empty or damaged.
+	decode func(id int64, h map[string]string) (*T, bool)
+	// encode returns the record as HSET field-value arguments.
+	encode func(r *T) []any
+	// version returns a record's version.
+	version func(r *T) int64
+	// entries lists the index entries a record belongs in.
+	entries func(s *Store, r *T) []ixEntry
+	// indexes lists every index key the kind may write, with a function
+	// that reads the record id back from a member (for Repair).
+	indexes func(s *Store) []indexKey
+}
+
+// indexKey is one sorted set of a kind and how its members name records.
+type indexKey struct {
+	Key string
+	ID  func(member string) (int64, bool)
+}
+
+// Change is what one write did. Before is nil for a create, After nil for a
+// delete; both are the same record when the write changed nothing.
+type Change[T any] struct {
+	Before, After *T
+}
+
+func (s *Store) recordKey(name string, id int64) string {
+	return s.prefix + name + ":{" + strconv.FormatInt(id, 10) + "}"
+}
+
+// intentsKey is the hash of pending index changes on a Cluster: field
+// "<kind>:<id>:<token>", value an encoded intent.
+func (s *Store) intentsKey() string { return s.prefix + "ix:intents" }
+
+// intent is the index entries a record had and will have, recorded before
+// its transaction; the score is not needed to remove an entry.
+type intent struct {
+	At    int64       `json:"t"` // Unix milliseconds
+	Stale [][2]string `json:"e"` // key, member
+}
+
+func entriesOrNil[T any](s *Store, k *kind[T], r *T) []ixEntry {
+	if r == nil {
+		return nil
+	}
+	return k.entries(s, r)
+}
+
+// write is the one write path: it reads record id under WATCH, asks fn for
+// the next state (nil deletes; returning cur itself means nothing changes
+// and nothing is written), and stores it with its index entries, retrying
+// when another writer got in between. An *Error from fn is returned as is.
+func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
+	key := s.recordKey(k.name, id)
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		var (
+			ch            Change[T]
+			before, after []ixEntry
+			field         string
+		)
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HGetAll(ctx, key).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			cur, ok := k.decode(id, h)
+			if !ok {
+				if len(h) > 0 {
+					s.damaged(key, h)
+				}
+				cur = nil
+			}
+			next, err := fn(cur)
+			if err != nil {
+				return err
+			}
+			ch = Change[T]{Before: cur, After: next}
+			if next == cur {
+				return nil
+			}
+			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
+			if s.cluster {
+				field = k.name + ":" + strconv.FormatInt(id, 10) + ":" + newToken()
+				if err := s.recordIntent(ctx, field, before, after); err != nil {
+					return err
+				}
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				// A whole new hash: fields the record no longer has (a
+				// cleared email, dropped items, a damaged leftover) go.
+				p.Del(ctx, key)
+				if next != nil {
+					p.HSet(ctx, key, k.encode(next)...)
+				}
+				if !s.cluster {
+					moveEntries(ctx, p, before, after)
+				}
+				return nil
+			})
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			if field != "" {
+				// Nothing happened; the reconciler would find that too.
+				s.rdb.HDel(ctx, s.intentsKey(), field)
+			}
+			continue
+		}
+		if err != nil {
+			// The transaction may still have happened (a timeout after it
+			// was sent): the intent stays, and the reconciler settles it.
+			return ch, wrap(err)
+		}
+		if field != "" {
+			stale := append(before, after...)
+			if err := settle(ctx, s, k, id, stale); err == nil {
+				s.rdb.HDel(ctx, s.intentsKey(), field)
+			}
+			// Else the write happened and the intent stays for the
+			// reconciler: the write is still a success.
+		}
+		return ch, nil
+	}
+	return Change[T]{}, unavailable(errors.New("too many concurrent writers"))
+}
+
+// moveEntries queues the index changes from before to after: entries only
+// before has go, entries after has are added (an unchanged entry is left
+// alone).
+func moveEntries(ctx context.Context, p redis.Pipeliner, before, after []ixEntry) {
+	for _, e := range before {
+		if !hasEntry(after, e) {
+			p.ZRem(ctx, e.Key, e.Member)
+		}
+	}
+	for _, e := range after {
+		if !hasEntry(before, e) {
+			p.ZAdd(ctx, e.Key, redis.Z{Score: e.Score, Member: e.Member})
+		}
+	}
+}
+
+func hasEntry(es []ixEntry, e ixEntry) bool {
+	for _, x := range es {
+		if x.Key == e.Key && x.Member == e.Member && x.Score == e.Score {
+			return true
+		}
+	}
+	return false
+}
+
+func newToken() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Store) recordIntent(ctx context.Context, field string, before, after []ixEntry) error {
+	in := intent{At: time.Now().UnixMilli()}
+	for _, es := range [][]ixEntry{before, after} {
+		for _, e := range es {
+			in.Stale = append(in.Stale, [2]string{e.Key, e.Member})
+		}
+	}
+	b, _ := json.Marshal(in)
+	return s.rdb.HSet(ctx, s.intentsKey(), field, b).Err()
+}
+
+// settle makes record id's index entries match the record as it is now:
+// the entries it belongs in are added, and the stale ones (entries of
+// states it had or was meant to have) that it does not belong in are
+// removed. It reads the version again after and goes round while the
+// record keeps changing, so whichever settle runs last leaves the indexes
+// right: a write that lands after this one's check is settled by its own
+// writer (or by the reconciler). It is idempotent.
+func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry) error {
+	key := s.recordKey(k.name, id)
+	for range 20 {
+		h, err := s.rdb.HGetAll(ctx, key).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		cur, ok := k.decode(id, h)
+		var (
+			want    []ixEntry
+			version int64
+		)
+		if ok {
+			want, version = k.entries(s, cur), k.version(cur)
+		}
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, e := range stale {
+				if !hasMember(want, e) {
+					p.ZRem(ctx, e.Key, e.Member)
+				}
+			}
+			for _, e := range want {
+				p.ZAdd(ctx, e.Key, redis.Z{Score: e.Score, Member: e.Member})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		v, err := s.rdb.HGet(ctx, key, k.versionField).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if v == version {
+			return nil
+		}
+		stale = append(stale, want...)
+	}
+	return errors.New("the record kept changing while its index entries were settled")
+}
+
+// hasMember reports whether es has e's key and member (whatever the score):
+// such an entry is re-added with its right score, not removed.
+func hasMember(es []ixEntry, e ixEntry) bool {
+	for _, x := range es {
+		if x.Key == e.Key && x.Member == e.Member {
+			return true
+		}
+	}
+	return false
+}
+
+// fence makes any transaction still on its way to record key fail: a
+// no-op write (add and remove a field, in one MULTI) touches the key, and
+// a WATCH on it then aborts the EXEC. A writer's intent exists only after
+// its WATCH ran, so once the reconciler has fenced a record, the record
+// can no longer change behind its back by that writer.
+func (s *Store) fence(ctx context.Context, key string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, "_fence", "1")
+		p.HDel(ctx, key, "_fence")
+		return nil
+	})
+	return err
+}
+
+// settler settles one record of some kind; the reconciler finds it by the
+// kind's name.
+type settler interface {
+	settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error
+}
+
+func (k *kind[T]) settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error {
+	return settle(ctx, s, k, id, stale)
+}
+
+// kinds lists every stored resource by its key prefix.
+var kinds = map[string]settler{}
+
+// reconcileAge is how old an intent must be before the reconciler takes
+// it over from its writer, which normally deletes it within milliseconds.
+const reconcileAge = time.Second
+
+// Reconcile settles the intents that writers left behind, every interval
+// (a second when 0) until ctx ends. Only a Cluster leaves intents; every
+// app instance may run it (settling is idempotent).
+func (s *Store) Reconcile(ctx context.Context, interval time.Duration) {
+	if !s.cluster {
+		return
+	}
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if _, err := s.reconcileOnce(rctx, reconcileAge); err != nil && ctx.Err() == nil {
+				s.log.Warn("settling index intents", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// reconcileOnce settles every intent at least minAge old and returns how
+// many it settled.
+func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, error) {
+	all, err := s.rdb.HGetAll(ctx, s.intentsKey()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	now := time.Now().UnixMilli()
+	done := 0
+	for field, v := range all {
+		var in intent
+		name, rest, _ := strings.Cut(field, ":")
+		idText, _, _ := strings.Cut(rest, ":")
+		id, okID := ParseID(idText)
+		k, okKind := kinds[name]
+		if json.Unmarshal([]byte(v), &in) != nil || !okID || !okKind {
+			s.log.Warn("dropping a damaged index intent", "field", field)
+			s.rdb.HDel(ctx, s.intentsKey(), field)
+			continue
+		}
+		if now-in.At < minAge.Milliseconds() {
+			continue
+		}
+		if err := s.fence(ctx, s.recordKey(name, id)); err != nil {
+			return done, err
+		}
+		stale := make([]ixEntry, len(in.Stale))
+		for i, e := range in.Stale {
+			stale[i] = ixEntry{Key: e[0], Member: e[1]}
+		}
+		if err := k.settleRecord(ctx, s, id, stale); err != nil {
+			return done, err
+		}
+		if err := s.rdb.HDel(ctx, s.intentsKey(), field).Err(); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, nil
+}
+
+// damaged reports a record hash that cannot be read: it is skipped (as if
+// missing), never a crash.
+func (s *Store) damaged(key string, h map[string]string) {
+	s.log.Error("skipping a damaged record", "key", key, "fields", len(h))
+}
