@@ -362,7 +362,7 @@ var orders = &kind[Order]{
 		o, ok := decodeOrder(id, h, true)
 		return &o, ok
 	},
-	encode: func(o *Order) []any { return orderArgs(make([]any, 0, 16+2*len(o.Items)), o) },
+	encode:  func(o *Order) []any { return orderArgs(make([]any, 0, 16+2*len(o.Items)), o) },
 	version: func(o *Order) int64 { return o.Version },
 	entries: (*Store).orderEntries,
 	indexes: func(s *Store) []indexKey {
