@@ -191,6 +191,9 @@ func (s *Store) loadMany(ctx context.Context, ids []int64, members map[int64]str
 	for i, id := range ids {
 		o, ok := decodeOrder(id, ocs[i].Val(), q.Items)
 		if !ok {
+			if h := ocs[i].Val(); len(h) > 0 {
+				s.damaged(s.orderKey(id), h)
+			}
 			missing = append(missing, id)
 			continue
 		}

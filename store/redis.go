@@ -265,7 +265,12 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (Order, bool) {
 	if len(h) == 0 || h[fVersion] == "" {
 		return Order{}, false
 	}
-	num := func(f string) int64 { v, _ := strconv.ParseInt(h[f], 10, 64); return v }
+	damaged := false
+	num := func(f string) int64 {
+		v, err := strconv.ParseInt(h[f], 10, 64)
+		damaged = damaged || err != nil
+		return v
+	}
 	o := Order{
 		ID:        id,
 		Customer:  h[fCustomer],
@@ -279,6 +284,11 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (Order, bool) {
 	}
 	if st, ok := statusOfCode[h[fStatus]]; ok {
 		o.Status = st
+	}
+	if damaged || o.Version < 1 || o.Customer == "" || !o.Status.Valid() {
+		// A hash that is not a whole order: skipped (and reported by the
+		// callers), never half-read.
+		return Order{}, false
 	}
 	if o.Currency == "" {
 		o.Currency = defaultCurrency

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -325,20 +326,27 @@ func (s *Store) Reconcile(ctx context.Context, interval time.Duration) {
 }
 
 // reconcileOnce settles every intent at least minAge old and returns how
-// many it settled.
+// many it settled. The intents of one record are settled together (one
+// fence, one settle), several records at once.
 func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, error) {
 	all, err := s.rdb.HGetAll(ctx, s.intentsKey()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
 	}
+	type record struct {
+		name   string
+		id     int64
+		fields []string
+		stale  []ixEntry
+	}
+	byRecord := map[string]*record{}
 	now := time.Now().UnixMilli()
-	done := 0
 	for field, v := range all {
 		var in intent
 		name, rest, _ := strings.Cut(field, ":")
 		idText, _, _ := strings.Cut(rest, ":")
 		id, okID := ParseID(idText)
-		k, okKind := kinds[name]
+		_, okKind := kinds[name]
 		if json.Unmarshal([]byte(v), &in) != nil || !okID || !okKind {
 			s.log.Warn("dropping a damaged index intent", "field", field)
 			s.rdb.HDel(ctx, s.intentsKey(), field)
@@ -347,22 +355,53 @@ func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, e
 		if now-in.At < minAge.Milliseconds() {
 			continue
 		}
-		if err := s.fence(ctx, s.recordKey(name, id)); err != nil {
-			return done, err
+		key := s.recordKey(name, id)
+		r := byRecord[key]
+		if r == nil {
+			r = &record{name: name, id: id}
+			byRecord[key] = r
 		}
-		stale := make([]ixEntry, len(in.Stale))
-		for i, e := range in.Stale {
-			stale[i] = ixEntry{Key: e[0], Member: e[1]}
+		r.fields = append(r.fields, field)
+		for _, e := range in.Stale {
+			r.stale = append(r.stale, ixEntry{Key: e[0], Member: e[1]})
 		}
-		if err := k.settleRecord(ctx, s, id, stale); err != nil {
-			return done, err
-		}
-		if err := s.rdb.HDel(ctx, s.intentsKey(), field).Err(); err != nil {
-			return done, err
-		}
-		done++
 	}
-	return done, nil
+	work := make(chan *record)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		done     int
+		firstErr error
+	)
+	for range min(8, len(byRecord)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				key := s.recordKey(r.name, r.id)
+				err := s.fence(ctx, key)
+				if err == nil {
+					err = kinds[r.name].settleRecord(ctx, s, r.id, r.stale)
+				}
+				if err == nil {
+					err = s.rdb.HDel(ctx, s.intentsKey(), r.fields...).Err()
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				} else if err == nil {
+					done += len(r.fields)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, r := range byRecord {
+		work <- r
+	}
+	close(work)
+	wg.Wait()
+	return done, firstErr
 }
 
 // damaged reports a record hash that cannot be read: it is skipped (as if
