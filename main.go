@@ -49,6 +49,8 @@ type config struct {
 	redis string
 	data  string
 	seed  int
+	// repair: check and fix every index entry of the collection, then exit.
+	repair bool
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -70,6 +72,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("SEED must be a whole number, not %q", seed)
 	}
 	fl.IntVar(&c.seed, "seed", n, "when the store holds no orders, create this many demo orders (env SEED)")
+	fl.BoolVar(&c.repair, "repair", false, "check every order against every index, fix what is wrong, print a report and exit; safe while the service runs")
 	if err := fl.Parse(args); err != nil {
 		return c, err
 	}
@@ -113,7 +116,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer cleanup()
-	st := store.New(rdb, store.Options{Cluster: cluster})
+	st := store.New(rdb, store.Options{Cluster: cluster, Logger: log})
+	if cfg.repair {
+		return repair(ctx, st, stdout)
+	}
+	// On a Cluster, index changes a writer could not finish (a crash, a
+	// timeout) are settled by every instance within a few seconds.
+	go st.Reconcile(ctx, 0)
 
 	if cfg.seed > 0 {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -157,6 +166,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return app.ShutdownWithContext(sctx)
+}
+
+// repair runs Store.Repair over the whole collection and prints what it
+// found and fixed. It exits non-zero only when it could not finish.
+func repair(ctx context.Context, st *store.Store, stdout io.Writer) error {
+	start := time.Now()
+	r, err := st.Repair(ctx, true)
+	fmt.Fprintf(stdout, "orders -repair: %v in %v\n", r, time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("repair stopped: %w", err)
+	}
+	return nil
 }
 
 // servePprof serves net/http/pprof on addr, with mutex and block profiles,
