@@ -1,6 +1,8 @@
 package routes
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"strconv"
 	"strings"
@@ -306,7 +308,18 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ord, err := o.store.Create(c.UserContext(), in)
+	var ord *store.Order
+	if key := c.Get("Idempotency-Key"); key != "" {
+		// A retry with the same key and body answers the first request's
+		// order (CONTRACT §8): safe after a 503 or a lost connection.
+		if !store.ValidIdempotencyKey(key) {
+			return badRequest("Idempotency-Key must be 1 to %d visible ASCII characters", store.MaxIdempotencyKey)
+		}
+		c.Vary("Idempotency-Key")
+		ord, err = o.store.CreateOnce(c.UserContext(), key, fingerprint(c), in)
+	} else {
+		ord, err = o.store.Create(c.UserContext(), in)
+	}
 	if err != nil {
 		if fields := invalidFields(err); fields != nil && r != reprJSON {
 			f := newOrderForm(nil)
@@ -316,6 +329,9 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 			if msg := fields["status"]; msg != "" {
 				// The new form has no status field to mark: say it in the notice.
 				v.Notice = "Status: " + msg + "."
+			}
+			if msg := fields["idempotency_key"]; msg != "" {
+				v.Notice = "Idempotency-Key " + msg + "."
 			}
 			return renderAs(c, r, fiber.StatusUnprocessableEntity, "partials/orders/form", v, nil)
 		}
@@ -334,6 +350,16 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 	}
 	setFlash(c, notice)
 	return c.Redirect(loc, fiber.StatusSeeOther)
+}
+
+// fingerprint identifies a request body for Idempotency-Key: the same key
+// with another body is refused.
+func fingerprint(c *fiber.Ctx) string {
+	h := sha256.New()
+	h.Write([]byte(mediaType(c.Get(fiber.HeaderContentType))))
+	h.Write([]byte{0})
+	h.Write(c.Body())
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func invalidFields(err error) map[string]string {

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// IdempotencyTTL is how long an Idempotency-Key is remembered (CONTRACT §8).
+const IdempotencyTTL = 24 * time.Hour
+
+// MaxIdempotencyKey is the longest Idempotency-Key accepted.
+const MaxIdempotencyKey = 255
+
+// ValidIdempotencyKey reports whether k is 1 to 255 visible ASCII characters.
+func ValidIdempotencyKey(k string) bool {
+	if k == "" || len(k) > MaxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// idemKey is where a key's claim lives: "<fingerprint> <id> <p|d>", p while
+// the create may not have happened yet, d once it has.
+func (s *Store) idemKey(kindName, key string) string {
+	h := sha256.Sum256([]byte(key))
+	return s.prefix + "idem:" + kindName + ":" + hex.EncodeToString(h[:16])
+}
+
+// CreateOnce is Create for a request that carries an Idempotency-Key. The
+// first request with a key claims it together with a fresh id, then creates
+// the order under that id; a later request with the same key and the same
+// fingerprint (a hash of the request body) gets that same order, even when
+// the first one failed half way (it then completes the create itself, with
+// the same id, so there is never a second order). The same key with another
+// fingerprint is EINVALID. Keys are forgotten after IdempotencyTTL.
+func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Input) (*Order, error) {
+	o, errs := apply(nil, in)
+	if errs != nil {
+		return nil, invalid(errs, nil)
+	}
+	k := s.idemKey(orders.name, key)
+	for range 3 {
+		v, err := s.rdb.Get(ctx, k).Result()
+		if errors.Is(err, redis.Nil) {
+			id, err := s.rdb.Incr(ctx, s.seqKey()).Result()
+			if err != nil {
+				return nil, wrap(err)
+			}
+			claimed, err := s.rdb.SetNX(ctx, k, fingerprint+" "+strconv.FormatInt(id, 10)+" p", IdempotencyTTL).Result()
+			if err != nil {
+				return nil, wrap(err)
+			}
+			if !claimed {
+				continue // another request with this key got in first
+			}
+			return s.createClaimed(ctx, k, fingerprint, id, o)
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+		fp, rest, _ := strings.Cut(v, " ")
+		idText, state, _ := strings.Cut(rest, " ")
+		id, ok := ParseID(idText)
+		if !ok {
+			return nil, &Error{Code: EINTERNAL, Message: "an idempotency record is damaged", Err: errors.New(v)}
+		}
+		if fp != fingerprint {
+			return nil, &Error{Code: EINVALID, Message: "this Idempotency-Key was already used with a different request",
+				Fields: map[string]string{"idempotency_key": "was already used with a different request"}}
+		}
+		cur, err := s.Get(ctx, id)
+		switch {
+		case err == nil:
+			return cur, nil
+		case ErrorCode(err) != ENOTFOUND:
+			return nil, err
+		case state == "d":
+			return nil, Errorf(ENOTFOUND, "order %d, created with this Idempotency-Key, has since been deleted", id)
+		}
+		// The first request claimed the key but its create did not happen
+		// (yet): this one makes it, under the claimed id.
+		return s.createClaimed(ctx, k, fingerprint, id, o)
+	}
+	return nil, unavailable(errors.New("the idempotency key kept changing"))
+}
+
+func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int64, o Order) (*Order, error) {
+	created, err := s.createAs(ctx, id, o)
+	if err != nil {
+		return nil, err
+	}
+	// Best effort: a claim left at "p" only means a retry reads the order.
+	s.rdb.SetArgs(ctx, k, fingerprint+" "+strconv.FormatInt(id, 10)+" d", redis.SetArgs{Mode: "XX", KeepTTL: true})
+	return created, nil
+}
