@@ -410,7 +410,13 @@ func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return s.createAs(ctx, id, o)
+	now := s.now().UTC().Truncate(time.Second)
+	o.ID, o.Version, o.CreatedAt, o.UpdatedAt = id, 1, now, now
+	ch, err := writeFresh(ctx, s, orders, id, &o)
+	if err != nil {
+		return nil, err
+	}
+	return ch.After, nil
 }
 
 // createAs stores o as the new order id. An order that already has that id

@@ -94,6 +94,17 @@ func entriesOrNil[T any](s *Store, k *kind[T], r *T) []ixEntry {
 // and nothing is written), and stores it with its index entries, retrying
 // when another writer got in between. An *Error from fn is returned as is.
 func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
+	return writeRecord(ctx, s, k, id, false, fn)
+}
+
+// writeFresh is write for an id just taken from the counter, which no other
+// writer can know yet: nothing to read or WATCH, so a create costs one
+// transaction.
+func writeFresh[T any](ctx context.Context, s *Store, k *kind[T], id int64, rec *T) (Change[T], error) {
+	return writeRecord(ctx, s, k, id, true, func(*T) (*T, error) { return rec, nil })
+}
+
+func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fresh bool, fn func(cur *T) (*T, error)) (Change[T], error) {
 	key := s.recordKey(k.name, id)
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		var (
@@ -101,11 +112,8 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 			before, after []ixEntry
 			field         string
 		)
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HGetAll(ctx, key).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
+		type txFunc = func(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
+		do := func(h map[string]string, txPipelined txFunc) error {
 			cur, ok := k.decode(id, h)
 			if !ok {
 				if len(h) > 0 {
@@ -128,7 +136,7 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 					return err
 				}
 			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			_, err = txPipelined(ctx, func(p redis.Pipeliner) error {
 				// A whole new hash: fields the record no longer has (a
 				// cleared email, dropped items, a damaged leftover) go.
 				p.Del(ctx, key)
@@ -141,7 +149,19 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 				return nil
 			})
 			return err
-		}, key)
+		}
+		var err error
+		if fresh {
+			err = do(nil, s.rdb.TxPipelined)
+		} else {
+			err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+				h, err := tx.HGetAll(ctx, key).Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return err
+				}
+				return do(h, tx.TxPipelined)
+			}, key)
+		}
 		if errors.Is(err, redis.TxFailedErr) {
 			if field != "" {
 				// Nothing happened; the reconciler would find that too.
