@@ -99,7 +99,7 @@ func lookup(getenv func(string) string, name string) (string, bool) {
 
 // run starts the application and blocks until ctx ends, then shuts down:
 // in-flight requests finish, the embedded store is written, nil returns.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -111,12 +111,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		servePprof(addr, log)
 	}
 
-	rdb, cluster, cleanup, err := openRedis(cfg, log)
+	rdb, cluster, health, closeRedis, err := openRedis(cfg, log, stderr)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	st := store.New(rdb, store.Options{Cluster: cluster, Logger: log})
+	// The embedded store writes its last snapshot when it closes: a failure
+	// there is the run's error, so the process exits non-zero (CONTRACT §8).
+	defer func() {
+		if cerr := closeRedis(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	st := store.New(rdb, store.Options{Cluster: cluster, Logger: log, Health: health})
 	if cfg.repair {
 		return repair(ctx, st, stdout)
 	}
@@ -191,7 +197,11 @@ func servePprof(addr string, log *slog.Logger) {
 }
 
 // openRedis connects to the configured Redis, or starts the embedded one.
-func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(), error) {
+// It returns the client, whether it is a Cluster, a health check for the
+// store's readiness (the embedded store's snapshots; nil otherwise), and a
+// function that closes it (and for the embedded store writes the last
+// snapshot, returning its error).
+func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalClient, bool, func() error, func() error, error) {
 	base := func(o *redis.Options) {
 		// Every call has a deadline: a dead or hung Redis gives a quick 503.
 		o.DialTimeout = 500 * time.Millisecond
@@ -206,15 +216,16 @@ func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(
 	case cfg.redis == "":
 		o := &redis.Options{}
 		base(o)
-		e, err := store.OpenEmbedded(cfg.data, o, log)
+		e, err := store.OpenEmbedded(store.EmbeddedOptions{Path: cfg.data, Log: log, Stderr: stderr}, o)
 		if err != nil {
-			return nil, false, nil, err
+			return nil, false, nil, nil, err
 		}
 		log.Info("using the embedded store", "data", cfg.data)
-		return e.Client(), false, func() {
+		return e.Client(), false, e.Health, func() error {
 			if err := e.Close(); err != nil {
-				log.Error("writing the snapshot failed", "file", cfg.data, "err", err)
+				return fmt.Errorf("writing the last snapshot %s: %w", cfg.data, err)
 			}
+			return nil
 		}, nil
 	case strings.Contains(cfg.redis, ",") || !strings.Contains(cfg.redis, "://"):
 		addrs := strings.Split(cfg.redis, ",")
@@ -227,16 +238,16 @@ func openRedis(cfg config, log *slog.Logger) (redis.UniversalClient, bool, func(
 			DialerRetries: 1,
 		})
 		log.Info("using Redis Cluster", "nodes", addrs)
-		return rdb, true, func() { rdb.Close() }, nil
+		return rdb, true, nil, rdb.Close, nil
 	default:
 		o, err := redis.ParseURL(cfg.redis)
 		if err != nil {
-			return nil, false, nil, fmt.Errorf("-redis: %w", err)
+			return nil, false, nil, nil, fmt.Errorf("-redis: %w", err)
 		}
 		base(o)
 		rdb := redis.NewClient(o)
 		log.Info("using Redis", "addr", o.Addr, "db", o.DB)
-		return rdb, false, func() { rdb.Close() }, nil
+		return rdb, false, nil, rdb.Close, nil
 	}
 }
 

@@ -2,11 +2,15 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,8 +38,12 @@ type Embedded struct {
 	dirty atomic.Bool
 	stop  chan struct{}
 	done  chan struct{}
-	// Interval between snapshots (default 2 s).
-	Interval time.Duration
+	// interval between snapshots.
+	interval time.Duration
+	// failures counts snapshots that failed in a row; stderr gets every one.
+	failures atomic.Int64
+	lastErr  atomic.Pointer[error]
+	stderr   io.Writer
 }
 
 // snapshotFile is the snapshot's format: every key with its type and value.
@@ -49,31 +57,62 @@ type snapshotItem struct {
 	String *string            `json:"string,omitempty"`
 	Hash   map[string]string  `json:"hash,omitempty"`
 	ZSet   map[string]float64 `json:"zset,omitempty"`
+	// TTLms is the time the key had left to live, in milliseconds; 0: none.
+	TTLms int64 `json:"ttl_ms,omitempty"`
 }
 
 const snapshotFormat = "orders-snapshot-1"
 
-// OpenEmbedded starts miniredis on a loopback port and loads the snapshot
-// at path ("" keeps nothing). A snapshot that cannot be read is an error:
-// it is never silently replaced.
-func OpenEmbedded(path string, opt *redis.Options, log *slog.Logger) (*Embedded, error) {
-	if log == nil {
-		log = slog.Default()
+// EmbeddedOptions configures OpenEmbedded.
+type EmbeddedOptions struct {
+	// Path is the snapshot file; "" keeps nothing.
+	Path string
+	// Interval between snapshots when something changed (default 2 s).
+	Interval time.Duration
+	// Log receives routine messages; Stderr (default os.Stderr) receives a
+	// line for every snapshot that could not be written, whatever the log.
+	Log    *slog.Logger
+	Stderr io.Writer
+}
+
+// OpenEmbedded starts miniredis on a loopback port, with a random password
+// that only this process knows, and loads the snapshot at opt.Path. A
+// snapshot that cannot be read is an error: it is never silently replaced.
+// Keys with a TTL expire by the wall clock.
+func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error) {
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = os.Stderr
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = 2 * time.Second
 	}
 	m := miniredis.NewMiniRedis()
+	var pw [24]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return nil, err
+	}
+	password := hex.EncodeToString(pw[:])
+	// Any local user can reach a loopback port: without the password they
+	// get NOAUTH, whatever AUTH_USER and AUTH_PASSWORD guard over HTTP.
+	m.RequireAuth(password)
+	m.ClockTTL(true)
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("starting the embedded store: %w", err)
 	}
-	e := &Embedded{m: m, path: path, log: log, Interval: 2 * time.Second}
+	e := &Embedded{m: m, path: opt.Path, log: opt.Log, interval: opt.Interval, stderr: opt.Stderr}
 	if err := e.load(); err != nil {
 		m.Close()
 		return nil, err
 	}
-	o := *opt
+	o := *client
 	o.Addr = m.Addr()
+	o.Password = password
 	e.client = redis.NewClient(&o)
 	e.client.AddHook(pauseHook{e})
-	if path != "" {
+	if e.path != "" {
 		e.stop, e.done = make(chan struct{}), make(chan struct{})
 		go e.loop()
 	}
@@ -112,6 +151,9 @@ func (e *Embedded) load() error {
 		return fmt.Errorf("the snapshot %s is damaged or not an orders snapshot (%v); move it aside to start empty, or restore a good copy", e.path, err)
 	}
 	for k, v := range snap.Keys {
+		if v.TTLms < 0 {
+			continue // it had expired when the snapshot was taken
+		}
 		switch {
 		case v.String != nil:
 			_ = e.m.Set(k, *v.String)
@@ -126,6 +168,9 @@ func (e *Embedded) load() error {
 				_, _ = e.m.ZAdd(k, s, m)
 			}
 		}
+		if v.TTLms > 0 {
+			e.m.SetTTL(k, time.Duration(v.TTLms)*time.Millisecond)
+		}
 	}
 	e.log.Info("loaded the snapshot", "file", e.path, "keys", len(snap.Keys), "written", snap.Written)
 	return nil
@@ -133,57 +178,91 @@ func (e *Embedded) load() error {
 
 func (e *Embedded) loop() {
 	defer close(e.done)
-	t := time.NewTicker(e.Interval)
+	t := time.NewTicker(e.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
-			if e.dirty.Load() {
-				if err := e.Snapshot(); err != nil {
-					e.log.Error("writing the snapshot failed", "file", e.path, "err", err)
-				}
+			if e.dirty.Load() || e.failures.Load() > 0 {
+				_ = e.Snapshot()
 			}
 		}
 	}
 }
 
-// Snapshot writes every key to the snapshot file now, with writes paused.
+// Health reports an error after two snapshots in a row failed (CONTRACT
+// §8): /readyz then answers 503 until one is written again.
+func (e *Embedded) Health() error {
+	if e.failures.Load() >= 2 {
+		if p := e.lastErr.Load(); p != nil {
+			return fmt.Errorf("the snapshot %s could not be written %d times in a row: %w", e.path, e.failures.Load(), *p)
+		}
+	}
+	return nil
+}
+
+// Snapshot writes every key to the snapshot file now. The keys are copied
+// while writes are paused (every write command holds a shared lock that the
+// copy takes exclusively), each value copied whole, so the copy is one
+// consistent state; it is encoded and written after writes resume. A
+// failure is reported on stderr every time and counted for Health.
 func (e *Embedded) Snapshot() error {
 	if e.path == "" {
 		return nil
 	}
+	err := e.snapshot()
+	if err != nil {
+		e.lastErr.Store(&err)
+		n := e.failures.Add(1)
+		e.dirty.Store(true)
+		fmt.Fprintf(e.stderr, "orders: ERROR: writing the snapshot %s failed (%d in a row): %v\n", e.path, n, err)
+		e.log.Error("writing the snapshot failed", "file", e.path, "in_a_row", n, "err", err)
+		return err
+	}
+	if e.failures.Swap(0) > 0 {
+		e.log.Info("the snapshot is written again", "file", e.path)
+	}
+	return nil
+}
+
+func (e *Embedded) snapshot() error {
 	e.pause.Lock()
 	e.dirty.Store(false)
 	snap := snapshotFile{Format: snapshotFormat, Written: time.Now().UTC(), Keys: map[string]snapshotItem{}}
 	for _, k := range e.m.Keys() {
+		var it snapshotItem
 		switch e.m.Type(k) {
 		case "string":
 			v, _ := e.m.Get(k)
-			snap.Keys[k] = snapshotItem{String: &v}
+			it.String = &v
 		case "hash":
 			fields, _ := e.m.HKeys(k)
 			h := make(map[string]string, len(fields))
 			for _, f := range fields {
 				h[f] = e.m.HGet(k, f)
 			}
-			snap.Keys[k] = snapshotItem{Hash: h}
+			it.Hash = h
 		case "zset":
+			// SortedSet returns miniredis's own map: copy it now, while
+			// writes are paused (encoding it later raced with writers).
 			z, _ := e.m.SortedSet(k)
-			snap.Keys[k] = snapshotItem{ZSet: z}
+			it.ZSet = maps.Clone(z)
+		default:
+			continue
 		}
+		if ttl := e.m.TTL(k); ttl > 0 {
+			it.TTLms = max(ttl.Milliseconds(), 1)
+		}
+		snap.Keys[k] = it
 	}
 	e.pause.Unlock()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(e.path, b); err != nil {
-		e.dirty.Store(true)
-		return err
-	}
-	return nil
+	return writeFileAtomic(e.path, b)
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
