@@ -10,6 +10,7 @@ require (
 	github.com/gofiber/template/html/v2 v2.1.3
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/valyala/fasthttp v1.51.0
+	golang.org/x/text v0.43.0
 )
 
 require (

@@ -51,6 +51,9 @@ type config struct {
 	seed  int
 	// repair: check and fix every index entry of the collection, then exit.
 	repair bool
+	// hosts the server answers to besides IP literals and localhost, and
+	// proxies whose X-Forwarded-* headers are trusted.
+	hosts, trustedProxies []string
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -73,13 +76,30 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	fl.IntVar(&c.seed, "seed", n, "when the store holds no orders, create this many demo orders (env SEED)")
 	fl.BoolVar(&c.repair, "repair", false, "check every order against every index, fix what is wrong, print a report and exit; safe while the service runs")
+	hosts := fl.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names the server answers to, besides IP addresses and localhost; any other Host header gets 421 (env ALLOWED_HOSTS)")
+	proxies := fl.String("trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated proxy addresses or CIDR ranges whose X-Forwarded-* headers are trusted (env TRUSTED_PROXIES)")
 	if err := fl.Parse(args); err != nil {
 		return c, err
+	}
+	c.hosts, c.trustedProxies = splitList(*hosts), splitList(*proxies)
+	if h, _, err := net.SplitHostPort(c.addr); err == nil && h != "" && net.ParseIP(h) == nil {
+		c.hosts = append(c.hosts, h) // -addr orders.internal:3000 answers to that name
 	}
 	if c.seed < 0 {
 		return c, errors.New("-seed must not be negative")
 	}
 	return c, nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // lookup treats a variable set to "" as set only where "" means something:
@@ -152,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
 	}
 	app, err := routes.New(routes.Config{Store: st, Views: views, Public: public, Logger: log,
-		AuthUser: user, AuthPassword: password})
+		AuthUser: user, AuthPassword: password, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies})
 	if err != nil {
 		return err
 	}

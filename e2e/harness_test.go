@@ -423,6 +423,8 @@ func inProcess(t testing.TB, rdb redis.UniversalClient) *fiber.App {
 		Views:  os.DirFS(".."),
 		Public: os.DirFS("../public"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// app.Test sends Host: example.com.
+		AllowedHosts: []string{"example.com"},
 	})
 	if err != nil {
 		t.Fatalf("routes.New: %v", err)

@@ -34,6 +34,13 @@ type Config struct {
 	// AuthUser and AuthPassword, when both are set, turn on HTTP basic auth
 	// for everything but /healthz and /readyz.
 	AuthUser, AuthPassword string
+	// AllowedHosts are the names the server answers to besides IP
+	// literals and localhost (which always pass); any other Host gets 421
+	// (DNS rebinding, CONTRACT §8).
+	AllowedHosts []string
+	// TrustedProxies are the addresses or CIDR ranges whose X-Forwarded-*
+	// headers are believed; from anyone else they are ignored.
+	TrustedProxies []string
 }
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
@@ -75,9 +82,13 @@ func New(cfg Config) (*fiber.App, error) {
 		// answer with its own parser's message; parsed in the handler, a bad
 		// form is a 400 in the representation asked for.
 		DisablePreParseMultipartForm: true,
+
+		// X-Forwarded-Proto, -Host and -For only from the proxies named.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          cfg.TrustedProxies,
 	})
 
-	app.Use(h.requestID, h.logRequests, securityHeaders)
+	app.Use(h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
 		app.Use(basicAuth(cfg.AuthUser, cfg.AuthPassword))
 	}

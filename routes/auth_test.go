@@ -2,6 +2,7 @@ package routes
 
 import (
 	"encoding/base64"
+	"github.com/gofiber/fiber/v2"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,7 +17,7 @@ import (
 func TestBasicAuth(t *testing.T) {
 	tg := testutil.Miniredis(t)
 	app, err := New(Config{Store: testutil.NewStore(t, tg), Views: os.DirFS(".."), Public: os.DirFS("../public"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AuthUser: "desk", AuthPassword: "s3cret:x"})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AuthUser: "desk", AuthPassword: "s3cret:x", AllowedHosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,24 +55,38 @@ func TestBasicAuth(t *testing.T) {
 }
 
 // TestOriginBehindProxy: a proxy that ends TLS says so in X-Forwarded-Proto,
-// and a same-origin browser write through it passes; without it, an https
-// Origin does not match the http the app sees.
+// and a same-origin browser write through it passes when the proxy is
+// trusted; without the header, an https Origin does not match the http the
+// app sees. From a client that is not a trusted proxy, X-Forwarded-* mean
+// nothing (CONTRACT §8): they can neither make a write pass nor change the
+// host the app checks.
 func TestOriginBehindProxy(t *testing.T) {
-	tg := testutil.Miniredis(t)
-	app, err := New(Config{Store: testutil.NewStore(t, tg), Views: os.DirFS(".."), Public: os.DirFS("../public"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
+	newApp := func(trusted []string) *fiber.App {
+		app, err := New(Config{Store: testutil.NewStore(t, testutil.Miniredis(t)), Views: os.DirFS(".."), Public: os.DirFS("../public"),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowedHosts: []string{"orders.example"}, TrustedProxies: trusted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return app
 	}
+	// app.Test's requests come from 0.0.0.0.
+	behindProxy, direct := newApp([]string{"0.0.0.0"}), newApp(nil)
 	for _, c := range []struct {
+		app           *fiber.App
+		name          string
 		origin, proto string
+		forwardedHost string
 		want          int
 	}{
-		{"https://orders.example", "https", http.StatusCreated},
-		{"https://orders.example", "", http.StatusForbidden},
-		{"http://orders.example", "", http.StatusCreated},
-		{"https://evil.example", "https", http.StatusForbidden},
-		{"null", "", http.StatusForbidden},
+		{behindProxy, "trusted proxy", "https://orders.example", "https", "", http.StatusCreated},
+		{behindProxy, "trusted proxy", "https://orders.example", "", "", http.StatusForbidden},
+		{behindProxy, "trusted proxy", "http://orders.example", "", "", http.StatusCreated},
+		{behindProxy, "trusted proxy", "https://evil.example", "https", "", http.StatusForbidden},
+		{behindProxy, "trusted proxy", "null", "", "", http.StatusForbidden},
+		{behindProxy, "trusted proxy", "https://evil.example", "https", "evil.example", http.StatusMisdirectedRequest},
+		{direct, "untrusted client", "https://orders.example", "https", "", http.StatusForbidden},
+		{direct, "untrusted client", "http://orders.example", "", "", http.StatusCreated},
+		{direct, "untrusted client", "http://evil.example", "", "evil.example", http.StatusForbidden},
 	} {
 		req := httptest.NewRequest("POST", "http://orders.example/orders", strings.NewReader(`{"customer":"Proxy"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -80,12 +95,16 @@ func TestOriginBehindProxy(t *testing.T) {
 		if c.proto != "" {
 			req.Header.Set("X-Forwarded-Proto", c.proto)
 		}
-		resp, err := app.Test(req, -1)
+		if c.forwardedHost != "" {
+			req.Header.Set("X-Forwarded-Host", c.forwardedHost)
+		}
+		resp, err := c.app.Test(req, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if resp.StatusCode != c.want {
-			t.Errorf("POST with Origin %q, X-Forwarded-Proto %q: got %d, want %d", c.origin, c.proto, resp.StatusCode, c.want)
+			t.Errorf("%s: POST with Origin %q, X-Forwarded-Proto %q, X-Forwarded-Host %q: got %d, want %d",
+				c.name, c.origin, c.proto, c.forwardedHost, resp.StatusCode, c.want)
 		}
 	}
 }

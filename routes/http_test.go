@@ -40,6 +40,8 @@ func newTestApp(t testing.TB, name string, st *store.Store) *testApp {
 		Views:  os.DirFS(".."),
 		Public: os.DirFS("../public"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// app.Test sends Host: example.com.
+		AllowedHosts: []string{"example.com"},
 	})
 	if err != nil {
 		t.Fatalf("routes.New: %v", err)

@@ -1,12 +1,17 @@
 package routes
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -109,14 +114,22 @@ func methodOverride(c *fiber.Ctx) error {
 	if ct != fiber.MIMEApplicationForm && ct != fiber.MIMEMultipartForm {
 		return c.Next()
 	}
+	// Only the form body counts: a _method in the query string would let a
+	// link or a cross-site GET-shaped form pick the method.
+	var method string
 	if ct == fiber.MIMEMultipartForm {
-		// FormValue hides a parse error; a body that is no form is a 400,
-		// not a POST that lost its _method.
-		if _, err := c.MultipartForm(); err != nil {
+		// A body that is no form is a 400, not a POST that lost its _method.
+		f, err := c.MultipartForm()
+		if err != nil {
 			return badRequest("the multipart form cannot be read")
 		}
+		if v := f.Value["_method"]; len(v) > 0 {
+			method = v[0]
+		}
+	} else {
+		method = string(c.Request().PostArgs().Peek("_method"))
 	}
-	switch m := strings.ToUpper(strings.TrimSpace(c.FormValue("_method"))); m {
+	switch m := strings.ToUpper(strings.TrimSpace(method)); m {
 	case "":
 	case fiber.MethodPut, fiber.MethodDelete:
 		c.Method(m)
@@ -155,4 +168,75 @@ func basicAuth(user, password string) fiber.Handler {
 		}
 		return c.Next()
 	}
+}
+
+// recoverPanics turns a panic in any later handler into an error (so the
+// error handler answers 500 with the request id, in the representation
+// asked for) and logs its stack; the process keeps serving (CONTRACT §8).
+func (h *handlers) recoverPanics(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			h.log.Error("panic", "value", fmt.Sprint(r), "path", c.Path(), "request_id", requestIDOf(c), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.Next()
+}
+
+// checkHost refuses a Host the server does not answer to with 421 before
+// any work: a DNS-rebinding page reaches the server under its own name
+// (CONTRACT §8). IP literals (a rebinding needs a name), localhost and
+// the configured names pass.
+func checkHost(allowed []string) fiber.Handler {
+	names := map[string]bool{"localhost": true}
+	for _, n := range allowed {
+		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+			names[n] = true
+		}
+	}
+	return func(c *fiber.Ctx) error {
+		host := strings.ToLower(c.Hostname())
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+		if names[host] || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil {
+			return c.Next()
+		}
+		return fiber.NewError(fiber.StatusMisdirectedRequest, "this server does not answer to the host "+strconv.Quote(host)+"; add it to -hosts (ALLOWED_HOSTS)")
+	}
+}
+
+// checkFraming refuses requests whose length is ambiguous: two
+// Content-Length headers (fasthttp uses the last one, a proxy in front may
+// use the first: request smuggling), and request bodies with a
+// Content-Encoding, which Fiber would inflate without a limit (CONTRACT §8).
+func checkFraming(c *fiber.Ctx) error {
+	if n := countHeader(c.Request().Header.RawHeaders(), "content-length"); n > 1 {
+		return fiber.NewError(fiber.StatusBadRequest, "a request may carry one Content-Length")
+	}
+	if ce := strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)); ce != "" && !strings.EqualFold(ce, "identity") {
+		return fiber.NewError(fiber.StatusUnsupportedMediaType, "compressed request bodies are not accepted; send the body without Content-Encoding")
+	}
+	return c.Next()
+}
+
+// countHeader counts the header lines named name (lower case) in raw.
+func countHeader(raw []byte, name string) int {
+	n := 0
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if k, _, ok := bytes.Cut(line, []byte{':'}); ok && strings.EqualFold(strings.TrimSpace(string(k)), name) {
+			n++
+		}
+	}
+	return n
 }

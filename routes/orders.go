@@ -150,10 +150,13 @@ func (o *orderHandlers) collection(c *fiber.Ctx, inquiry bool) error {
 	if inquiry {
 		l.Path = "/orders/inquiry"
 	}
+	// Pages counted without multiplying (a huge page number must not
+	// overflow into a next link); past the end, prev leads to the last page.
+	pages := max((page.Total+int64(page.PerPage)-1)/int64(page.PerPage), 1)
 	if page.Page > 1 {
-		l.Prev = l.PageURL(page.Page - 1)
+		l.Prev = l.PageURL(int(min(int64(page.Page-1), pages)))
 	}
-	if int64(page.Page)*int64(page.PerPage) < page.Total {
+	if int64(page.Page) < pages {
 		l.Next = l.PageURL(page.Page + 1)
 	}
 	if len(page.Orders) > 0 {
@@ -245,6 +248,12 @@ func (o *orderHandlers) show(c *fiber.Ctx) error {
 	partial, part := "partials/orders/show", ""
 	if r == reprFragment && hxTarget(c) == rowTarget(id) {
 		partial, part = "partials/orders/row", "row"
+	}
+	c.Set(fiber.HeaderCacheControl, "no-cache") // on the 304 as on the 200
+	if r == reprPage && c.Cookies(flashCookie) != "" {
+		// This page carries a one-time notice: neither a 304 nor an ETag,
+		// so the notice is neither lost nor replayed from a cache.
+		return renderAs(c, r, fiber.StatusOK, partial, &view{Title: orderTitle(ord), Nav: "orders", Order: ord}, ord)
 	}
 	c.Set(fiber.HeaderETag, etag(ord, r, part))
 	if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" {
@@ -477,8 +486,10 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 			version = *in.Version
 		}
 	}
-	if v := c.Query("version"); v != "" && version == 0 {
-		n, err := strconv.ParseInt(v, 10, 64)
+	if args := c.Request().URI().QueryArgs(); args.Has("version") && version == 0 {
+		// Present means checked: an empty or malformed version is a 400,
+		// never a delete without the check.
+		n, err := strconv.ParseInt(string(args.Peek("version")), 10, 64)
 		if err != nil || n < 1 {
 			return badRequest("version must be a whole number from 1")
 		}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -176,7 +177,9 @@ func takeFlash(c *fiber.Ctx) string {
 	if v == "" {
 		return ""
 	}
-	c.ClearCookie(flashCookie)
+	// Cleared with the Path it was set with, or the browser keeps it.
+	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1,
+		Expires: time.Unix(0, 0), HTTPOnly: true, SameSite: "Lax"})
 	msg, err := url.QueryUnescape(v)
 	if err != nil || len(msg) > 200 {
 		return ""

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Query selects a page of the collection (CONTRACT §4).
@@ -45,7 +46,8 @@ func (q *Query) Normalize() {
 	}
 	q.PerPage = min(max(q.PerPage, 1), MaxPerPage)
 	q.Page = max(q.Page, 1)
-	q.Q = strings.TrimSpace(q.Q)
+	// Stored names are NFC (cleanText): so is what is searched for.
+	q.Q = norm.NFC.String(strings.TrimSpace(q.Q))
 	if r := []rune(q.Q); len(r) > MaxQuery {
 		q.Q = string(r[:MaxQuery])
 	}

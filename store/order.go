@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Status is where an order stands in its lifecycle.
@@ -186,7 +188,7 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 	var o Order
 	if cur != nil {
 		o = *cur
-		o.Items = append([]Item(nil), cur.Items...)
+		o.Items = append([]Item{}, cur.Items...) // never nil: JSON says [], not null
 	} else {
 		o.Status = Pending
 		o.Currency = "USD"
@@ -196,10 +198,12 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 		if p == nil {
 			return "", false
 		}
-		v := strings.TrimSpace(*p)
+		v, ok := cleanText(*p)
 		switch {
 		case !utf8.ValidString(v):
 			errs[field] = "must be valid UTF-8 text"
+		case !ok:
+			errs[field] = msgBidi
 		case required && v == "":
 			errs[field] = "is required"
 		case utf8.RuneCountInString(v) > max:
@@ -289,10 +293,13 @@ func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
 	if !utf8.ValidString(item.SKU) || len(item.SKU) > MaxSKU || !skuRE.MatchString(item.SKU) {
 		errs[ItemKey(it.Index, "sku")] = "must be at most 64 letters, digits, '-', '_' or '.'"
 	}
-	item.Name = strings.TrimSpace(it.Name)
+	name, clean := cleanText(it.Name)
+	item.Name = name
 	switch {
 	case !utf8.ValidString(item.Name):
 		errs[ItemKey(it.Index, "name")] = "must be valid UTF-8 text"
+	case !clean:
+		errs[ItemKey(it.Index, "name")] = msgBidi
 	case item.Name == "":
 		errs[ItemKey(it.Index, "name")] = "is required"
 	case utf8.RuneCountInString(item.Name) > MaxItemName:
@@ -334,4 +341,43 @@ func ParseID(s string) (int64, bool) {
 	}
 	id, err := strconv.ParseInt(s, 10, 64)
 	return id, err == nil
+}
+
+const msgBidi = "must not contain bidirectional override, embedding or isolate characters"
+
+// cleanText is how every text field is read (CONTRACT §8): trimmed and
+// NFC-normalised (a composed and a decomposed "Zoé" are one name); a value
+// of nothing but invisible characters (zero-width, bidi marks, BOM) is
+// empty; ok is false when it holds a bidi override, embedding or isolate,
+// which can make text display as something else. Invalid UTF-8 is returned
+// as it is, for the caller to refuse.
+func cleanText(s string) (v string, ok bool) {
+	v = strings.TrimSpace(s)
+	if !utf8.ValidString(v) {
+		return v, true
+	}
+	visible := false
+	for _, r := range v {
+		switch {
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+			return v, false
+		case invisible(r) || unicode.IsSpace(r):
+		default:
+			visible = true
+		}
+	}
+	if !visible {
+		return "", true
+	}
+	return norm.NFC.String(v), true
+}
+
+// invisible reports characters that show nothing: zero-width spaces and
+// joiners, bidi marks, word joiners, the BOM, the soft hyphen.
+func invisible(r rune) bool {
+	switch {
+	case r >= 0x200B && r <= 0x200F, r >= 0x2060 && r <= 0x2064, r == 0xFEFF, r == 0x061C, r == 0x00AD, r == 0x180E:
+		return true
+	}
+	return false
 }
