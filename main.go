@@ -252,13 +252,13 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 		for i := range addrs {
 			addrs[i] = strings.TrimSpace(addrs[i])
 		}
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		rdb, closeCluster := store.NewClusterClient(&redis.ClusterOptions{
 			Addrs: addrs, DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
-			WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: 1,
+			WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second, ContextTimeoutEnabled: true,
 			DialerRetries: 1,
 		})
 		log.Info("using Redis Cluster", "nodes", addrs)
-		return rdb, true, nil, rdb.Close, nil
+		return rdb, true, nil, closeCluster, nil
 	default:
 		o, err := redis.ParseURL(cfg.redis)
 		if err != nil {

@@ -24,6 +24,7 @@ type Store struct {
 	now     func() time.Time
 	health  func() error
 	log     *slog.Logger
+	ready   readyCache
 }
 
 // Options configures a Store.
