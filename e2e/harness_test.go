@@ -268,7 +268,7 @@ func appEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "AUTH_USER", "AUTH_PASSWORD":
+		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "AUTH_USER", "AUTH_PASSWORD", "ALLOWED_HOSTS", "TRUSTED_PROXIES":
 			continue
 		}
 		env = append(env, kv)
