@@ -7,13 +7,15 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// testCluster is a Redis Cluster of the test's own on loopback.
+// testCluster is a Redis Cluster of the test's own on loopback: addrs for
+// -redis, masters, and kill/pause/resume of one node.
 type testCluster struct {
 	nodes []*redisServer
 }
@@ -191,3 +193,38 @@ func (tc *testCluster) aMasterWithReplica(t testing.TB) (*redisServer, string) {
 	t.Fatal("no master with a replica")
 	return nil, ""
 }
+
+// masters returns the nodes that are masters now, as CLUSTER NODES of the
+// first running node that answers says.
+func (tc *testCluster) masters(t testing.TB) []*redisServer {
+	t.Helper()
+	for _, n := range tc.nodes {
+		if !n.running() {
+			continue
+		}
+		nodes, err := tc.view(t, n)
+		if err != nil {
+			continue
+		}
+		var out []*redisServer
+		for _, m := range nodes {
+			if m.isMaster && !m.failed {
+				if s := tc.node(m.addr); s != nil {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	t.Fatal("no node of the cluster answers CLUSTER NODES")
+	return nil
+}
+
+// kill is kill -9 of node n.
+func (tc *testCluster) kill(t testing.TB, n *redisServer) { n.signal(t, syscall.SIGKILL) }
+
+// pause stops node n (SIGSTOP): it holds its connections and answers nothing.
+func (tc *testCluster) pause(t testing.TB, n *redisServer) { n.signal(t, syscall.SIGSTOP) }
+
+// resume continues a paused node (SIGCONT).
+func (tc *testCluster) resume(t testing.TB, n *redisServer) { n.signal(t, syscall.SIGCONT) }

@@ -18,16 +18,20 @@ import (
 const clusterRefresh = 500 * time.Millisecond
 
 // NewClusterClient returns a Redis Cluster client that follows a failover
-// in well under a second (CONTRACT §8: service again within 2 s of the
-// promotion). go-redis re-reads the slot map only on MOVED/ASK or every 60
-// s by default, and a refused connection to a dead master triggers
-// neither; this client re-reads it on every connection error, and every
-// clusterRefresh in any case, and retries a failed call (on the new master
-// once the map says so). The returned function stops the refresh and
-// closes the client.
+// within a second (CONTRACT §8: service again within 2 s of the
+// promotion). Left alone, go-redis v9 re-reads the slot map only on
+// MOVED/ASK or every 60 s; a refused connection to a dead master triggers
+// neither, and its retries go back to the node the stale map names (a
+// WATCH or MULTI/EXEC retries the same node every time). This client
+// re-reads the map on every connection error of any node, when the map is
+// older than clusterRefresh, and every clusterRefresh in any case; a
+// command's later retries then go to the new master. The returned function
+// stops the refresh and closes the client.
 func NewClusterClient(opt *redis.ClusterOptions) (*redis.ClusterClient, func() error) {
 	opt.ClusterStateReloadInterval = clusterRefresh
 	if opt.MaxRedirects == 0 {
+		// Attempts 0 and 1 go to the node the map names; 2 and later ask
+		// the map again, which the hook has had reloaded by then.
 		opt.MaxRedirects = 4
 	}
 	if opt.MinRetryBackoff == 0 {
@@ -35,7 +39,9 @@ func NewClusterClient(opt *redis.ClusterOptions) (*redis.ClusterClient, func() e
 		opt.MaxRetryBackoff = 150 * time.Millisecond
 	}
 	rdb := redis.NewClusterClient(opt)
-	rdb.AddHook(reloadOnNetError{rdb})
+	// Node clients, not the ClusterClient: a ClusterClient's hooks never
+	// see dials, nor the commands of a WATCH, which run on the node's Tx.
+	rdb.OnNewNode(func(node *redis.Client) { node.AddHook(reloadOnNetError{rdb}) })
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(clusterRefresh)
@@ -45,6 +51,7 @@ func NewClusterClient(opt *redis.ClusterOptions) (*redis.ClusterClient, func() e
 			case <-stop:
 				return
 			case <-t.C:
+				// Asynchronous, and coalesced with any reload under way.
 				rdb.ReloadState(context.Background())
 			}
 		}
@@ -56,8 +63,10 @@ func NewClusterClient(opt *redis.ClusterOptions) (*redis.ClusterClient, func() e
 	}
 }
 
-// reloadOnNetError asks the client to re-read the slot map after a call
-// failed to reach a node.
+// reloadOnNetError asks the Cluster client to re-read the slot map when a
+// node could not be reached. ReloadState is asynchronous and go-redis runs
+// at most one reload at a time (then waits 200 ms), so a storm of errors
+// costs a few CLUSTER SLOTS a second.
 type reloadOnNetError struct{ rdb *redis.ClusterClient }
 
 func (h reloadOnNetError) DialHook(next redis.DialHook) redis.DialHook {
@@ -90,13 +99,13 @@ func (h reloadOnNetError) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 	}
 }
 
-// netError reports an error of the connection rather than an answer.
+// netError reports an error of the connection (refused, reset, closed,
+// timed out) rather than an answer of Redis.
 func netError(err error) bool {
 	if err == nil {
 		return false
 	}
 	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &oe) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -36,17 +36,24 @@ type readyCache struct {
 	err error
 }
 
-const readyCacheFor = 250 * time.Millisecond
+const (
+	readyCacheFor = 250 * time.Millisecond
+	readyTimeout  = 400 * time.Millisecond
+)
 
 // clusterReady checks that the slot map covers all 16384 slots and that
 // every master answers PING: while a dead master's replica has not taken
-// over, its slots have no master that answers (CONTRACT §8).
+// over, its slots have no master that answers (CONTRACT §8). It uses the
+// client's own connections (no dial per probe) and takes at most
+// readyTimeout.
 func (s *Store) clusterReady(ctx context.Context, cc *redis.ClusterClient) error {
 	s.ready.mu.Lock()
 	defer s.ready.mu.Unlock()
 	if time.Since(s.ready.at) < readyCacheFor {
 		return s.ready.err
 	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
 	err := func() error {
 		slots, err := cc.ClusterSlots(ctx).Result()
 		if err != nil {
@@ -54,23 +61,19 @@ func (s *Store) clusterReady(ctx context.Context, cc *redis.ClusterClient) error
 		}
 		covered := 0
 		for _, sl := range slots {
-			if len(sl.Nodes) == 0 {
-				return fmt.Errorf("slots %d-%d have no master", sl.Start, sl.End)
-			}
 			covered += sl.End - sl.Start + 1
-			c := redis.NewClient(&redis.Options{Addr: sl.Nodes[0].Addr, Username: cc.Options().Username,
-				Password: cc.Options().Password, TLSConfig: cc.Options().TLSConfig,
-				DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-			perr := c.Ping(ctx).Err()
-			c.Close()
-			if perr != nil {
-				return fmt.Errorf("the master of slots %d-%d (%s) does not answer: %w", sl.Start, sl.End, sl.Nodes[0].Addr, perr)
-			}
 		}
 		if covered != 16384 {
 			return fmt.Errorf("only %d of 16384 slots have a master", covered)
 		}
-		return nil
+		// ForEachMaster re-reads the slot map first, so the masters pinged
+		// are the ones serving now (and the client's map is fresh too).
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := m.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("the master %s does not answer: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
 	}()
 	s.ready.at, s.ready.err = time.Now(), err
 	return err
