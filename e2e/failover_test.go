@@ -1,21 +1,128 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
 
-// TestClusterFailoverWithinSeconds: 3 masters with a replica each, the app
-// under load, and kill -9 of a master. The replica takes over after the
-// node timeout; the app must answer again within 2 s of that promotion
-// (go-redis alone took up to a minute: it re-read the slot map only on
-// MOVED or every 60 s), /readyz must say 503 while the slots have no
-// master, and every acknowledged create must be readable after.
+// failoverLoad is what the failover test's workers saw.
+type failoverLoad struct {
+	mu       sync.Mutex
+	fails    []time.Time    // every 5xx answer and transport error, when it came
+	failedBy map[string]int // "POST 503", "GET error", ...
+	acked    map[int64]int64
+	creates  int // acknowledged creates
+	puts     int // acknowledged PUTs
+	lastAck  time.Time
+	// readyz answers after the kill: status and when.
+	ready []readyAnswer
+}
+
+type readyAnswer struct {
+	at     time.Time
+	status int
+}
+
+func (l *failoverLoad) fail(what string, r *resp, err error) {
+	key := what + " error"
+	if err == nil {
+		key = what + " " + strconv.Itoa(r.status)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fails = append(l.fails, time.Now())
+	l.failedBy[key]++
+}
+
+// ack records an acknowledged write of o.
+func (l *failoverLoad) ack(o orderJSON, create bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o.Version > l.acked[o.ID] {
+		l.acked[o.ID] = o.Version
+	}
+	if create {
+		l.creates++
+	} else {
+		l.puts++
+	}
+	l.lastAck = time.Now()
+}
+
+// failoverWorker creates orders, reads them and PUTs them (the first PUT
+// also confirms the order) until stop is set.
+func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
+	rnd := rand.New(rand.NewPCG(uint64(w), 8))
+	mine := map[int64]orderJSON{}
+	var ids []int64
+	bad := func(r *resp, err error) bool { return err != nil || r.status >= 500 }
+	for i := 0; !stop.Load(); i++ {
+		switch {
+		case i%3 == 0 || len(ids) == 0:
+			r, err := call(base, http.MethodPost, "/orders", "application/json",
+				jsonOf(map[string]any{"customer": fmt.Sprintf("Failover W%d N%d", w, i)}), hJSON)
+			if bad(r, err) {
+				l.fail("POST", r, err)
+				break
+			}
+			var o orderJSON
+			if r.status == http.StatusCreated && json.Unmarshal(r.body, &o) == nil && o.ID > 0 {
+				l.ack(o, true)
+				mine[o.ID] = o
+				ids = append(ids, o.ID)
+			}
+		case i%3 == 1:
+			id := ids[rnd.IntN(len(ids))]
+			r, err := call(base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, hJSON)
+			if bad(r, err) {
+				l.fail("GET", r, err)
+			}
+		default:
+			id := ids[rnd.IntN(len(ids))]
+			o := mine[id]
+			body := map[string]any{"notes": fmt.Sprintf("put %d by %d", i, w), "version": o.Version}
+			if o.Status == "pending" {
+				body["status"] = "confirmed"
+			}
+			r, err := call(base, http.MethodPut, "/orders/"+strconv.FormatInt(id, 10), "application/json", jsonOf(body), hJSON)
+			switch {
+			case bad(r, err):
+				l.fail("PUT", r, err)
+			case r.status == http.StatusOK:
+				var n orderJSON
+				if json.Unmarshal(r.body, &n) == nil && n.ID == id {
+					l.ack(n, false)
+					mine[id] = n
+				}
+			case r.status == http.StatusConflict:
+				// A PUT answered 5xx that happened after all: take the
+				// stored order and go on from it.
+				var c struct{ Current orderJSON }
+				if json.Unmarshal(r.body, &c) == nil && c.Current.ID == id {
+					mine[id] = c.Current
+				}
+			}
+		}
+		time.Sleep(time.Duration(2+rnd.IntN(6)) * time.Millisecond)
+	}
+}
+
+// TestClusterFailoverWithinSeconds is test (c) of issue 8: 3 masters with a
+// replica each, the app under load (creates, reads, PUTs), and kill -9 of
+// a master. The replica takes over after the node timeout; the app must
+// answer again within 2 s of that promotion (CONTRACT §8; go-redis alone
+// took up to a minute: it re-read the slot map only on MOVED or every
+// 60 s), /readyz must say 503 between the kill and the promotion and 200
+// after, and every acknowledged write must be readable, and listed, after.
 func TestClusterFailoverWithinSeconds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a six-node cluster")
@@ -23,47 +130,26 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	tc := startCluster(t, 3, 1)
 	app := startApp(t, tc.addrs())
 	victim, replica := tc.aMasterWithReplica(t)
-	survivor := tc.nodes[0]
-	if survivor == victim {
-		survivor = tc.nodes[1]
+	var survivor *redisServer
+	for _, n := range tc.nodes {
+		if n != victim && n.addr() != replica {
+			survivor = n
+			break
+		}
 	}
 
+	l := &failoverLoad{failedBy: map[string]int{}, acked: map[int64]int64{}}
 	var (
-		mu        sync.Mutex
-		bad       []time.Time // 5xx answers and transport errors
-		acked     []int64
-		stop      atomic.Bool
-		wg        sync.WaitGroup
-		readySeen = map[int]bool{}
-		ready503  []time.Time
+		stop   atomic.Bool
+		killed atomic.Int64 // UnixNano of the kill, 0 before
+		wg     sync.WaitGroup
 	)
-	for w := range 6 {
+	const workers = 6
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				body := jsonOf(map[string]any{"customer": fmt.Sprintf("Failover W%d N%d", w, i)})
-				r, err := call(app.base, http.MethodPost, "/orders", "application/json", body, hJSON)
-				at := time.Now()
-				switch {
-				case err != nil || r.status >= 500:
-					mu.Lock()
-					bad = append(bad, at)
-					mu.Unlock()
-				case r.status == http.StatusCreated:
-					var o orderJSON
-					r.decode(t, &o)
-					mu.Lock()
-					acked = append(acked, o.ID)
-					mu.Unlock()
-					if g, err := call(app.base, http.MethodGet, fmt.Sprintf("/orders/%d", o.ID), "", nil, hJSON); err != nil || g.status >= 500 {
-						mu.Lock()
-						bad = append(bad, time.Now())
-						mu.Unlock()
-					}
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			failoverWorker(app.base, w, l, &stop)
 		}()
 	}
 	wg.Add(1)
@@ -71,86 +157,172 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 		defer wg.Done()
 		for !stop.Load() {
 			r, err := call(app.base, http.MethodGet, "/readyz", "", nil, nil)
-			mu.Lock()
-			if err == nil {
-				readySeen[r.status] = true
-				if r.status == http.StatusServiceUnavailable {
-					ready503 = append(ready503, time.Now())
+			if k := killed.Load(); k != 0 {
+				st := 0 // transport error
+				if err == nil {
+					st = r.status
 				}
+				l.mu.Lock()
+				l.ready = append(l.ready, readyAnswer{time.Now(), st})
+				l.mu.Unlock()
 			}
-			mu.Unlock()
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 
-	time.Sleep(2 * time.Second)
-	killed := time.Now()
-	victim.signal(t, syscall.SIGKILL)
+	time.Sleep(3 * time.Second)
+	l.mu.Lock()
+	failsBefore, createsBefore := len(l.fails), l.creates
+	l.mu.Unlock()
+	t0 := time.Now()
+	killed.Store(t0.UnixNano())
+	tc.kill(t, victim)
 	var promoted time.Time
-	for time.Since(killed) < 30*time.Second {
-		nodes, err := tc.view(t, survivor)
-		if err == nil {
+	for time.Since(t0) < 30*time.Second && promoted.IsZero() {
+		if nodes, err := tc.view(t, survivor); err == nil {
 			for _, n := range nodes {
 				if n.addr == replica && n.isMaster && !n.failed {
 					promoted = time.Now()
 				}
 			}
 		}
-		if !promoted.IsZero() {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	if promoted.IsZero() {
 		stop.Store(true)
 		wg.Wait()
-		t.Fatalf("the replica %s was not promoted within 30 s of the kill", replica)
+		t.Fatalf("the replica %s was not promoted within 30 s of the kill of %s", replica, victim.addr())
 	}
-	time.Sleep(8 * time.Second)
+	time.Sleep(10 * time.Second)
 	stop.Store(true)
 	wg.Wait()
 
+	// The figures.
 	var last time.Time
-	for _, b := range bad {
-		if b.After(last) {
-			last = b
+	after := 0
+	for _, f := range l.fails {
+		if f.After(last) {
+			last = f
+		}
+		if f.After(promoted) {
+			after++
 		}
 	}
-	window := last.Sub(promoted)
-	if last.IsZero() {
-		window = 0
+	window := last.Sub(promoted) // negative: no failure after the promotion
+	first503, first200 := time.Duration(-1), time.Duration(-1)
+	saw503 := false
+	for _, a := range l.ready {
+		if a.status == http.StatusServiceUnavailable && a.at.Before(promoted) {
+			saw503 = true
+			if first503 < 0 {
+				first503 = a.at.Sub(t0)
+			}
+		}
+		if a.status == http.StatusOK && a.at.After(promoted) && first200 < 0 {
+			first200 = a.at.Sub(promoted)
+		}
 	}
-	summary := fmt.Sprintf("failover: promotion %v after the kill; %d failed answers, the last %v after the promotion; %d creates acknowledged",
-		promoted.Sub(killed).Round(time.Millisecond), len(bad), window.Round(time.Millisecond), len(acked))
+	var kinds []string
+	for k, n := range l.failedBy {
+		kinds = append(kinds, fmt.Sprintf("%s ×%d", k, n))
+	}
+	sort.Strings(kinds)
+	summary := fmt.Sprintf("failover: promotion %v after kill -9; last 5xx %v after the promotion (limit 2s); "+
+		"%d 5xx/errors (%d before the kill, %d after the promotion: %s); /readyz 503 from %v after the kill, 200 again %v after the promotion; "+
+		"%d workers acknowledged %d creates (%d before the kill) and %d PUTs",
+		promoted.Sub(t0).Round(time.Millisecond), window.Round(time.Millisecond),
+		len(l.fails), failsBefore, after, strings.Join(kinds, ", "), first503.Round(time.Millisecond), first200.Round(time.Millisecond),
+		workers, l.creates, createsBefore, l.puts)
 	fmt.Println(summary)
 	t.Log(summary)
+
+	if l.creates == 0 || !l.lastAck.After(promoted.Add(2*time.Second)) {
+		t.Fatalf("no write was acknowledged later than 2 s after the promotion (last at %v after it; %d creates): the app did not recover, or the load never ran",
+			l.lastAck.Sub(promoted).Round(time.Millisecond), l.creates)
+	}
 	if window > 2*time.Second {
-		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s", window)
+		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s (CONTRACT §8)", window.Round(time.Millisecond))
 	}
-	if len(acked) == 0 {
-		t.Fatal("no create was acknowledged: the test proves nothing")
+	if !saw503 {
+		t.Errorf("/readyz never answered 503 between the kill and the promotion (%v): want 503 while the dead master's slots have no master", promoted.Sub(t0).Round(time.Millisecond))
 	}
-	sawGap := false
-	for _, at := range ready503 {
-		if at.After(killed) && at.Before(promoted.Add(500*time.Millisecond)) {
-			sawGap = true
-		}
-	}
-	if !sawGap {
-		t.Errorf("/readyz never answered 503 between the kill and the promotion (statuses seen: %v)", readySeen)
+	if first200 < 0 {
+		t.Errorf("/readyz never answered 200 after the promotion; want 200 once every slot has a master again")
 	}
 	if r, err := call(app.base, http.MethodGet, "/readyz", "", nil, nil); err != nil || r.status != http.StatusOK {
-		t.Errorf("/readyz after the failover: %v %v, want 200", r, err)
+		t.Errorf("/readyz 10 s after the promotion: %v %v; want 200", r, err)
 	}
-	lost := 0
-	for _, id := range acked {
-		r, err := call(app.base, http.MethodGet, fmt.Sprintf("/orders/%d", id), "", nil, hJSON)
-		if err != nil || r.status != http.StatusOK {
-			// Replication is asynchronous: a create acknowledged by the
-			// master in its last moment may not have reached the replica
-			// (docs/operations.md). Counted, not failed.
-			lost++
+
+	// Every acknowledged write readable, at least at the version
+	// acknowledged. Replication is asynchronous (docs/operations.md), but
+	// each acknowledged write was followed by more round trips to the
+	// same master, so its replica had it before the kill.
+	current := map[int64]orderJSON{}
+	unreadable, older := 0, 0
+	for id, v := range l.acked {
+		r, err := call(app.base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, hJSON)
+		var o orderJSON
+		if err != nil || r.status != http.StatusOK || json.Unmarshal(r.body, &o) != nil {
+			if unreadable++; unreadable <= 5 {
+				t.Errorf("GET /orders/%d after the failover: %v %v; want 200 (the create was acknowledged)", id, r, err)
+			}
+			continue
+		}
+		current[id] = o
+		if o.Version < v {
+			if older++; older <= 5 {
+				t.Errorf("order %d after the failover is at version %d; want at least %d (acknowledged)", id, o.Version, v)
+			}
 		}
 	}
-	fmt.Printf("failover: %d of %d acknowledged creates not readable after the failover (asynchronous replication)\n", lost, len(acked))
+
+	// And listed, once the 5 s repair window has passed since the last write.
+	time.Sleep(5 * time.Second)
+	missing := 0
+	for _, q := range []string{"", "&status=pending", "&status=confirmed"} {
+		listed := failoverList(t, app.base, q)
+		for id, o := range current {
+			if q != "" && q != "&status="+o.Status {
+				continue
+			}
+			if !listed[id] {
+				if missing++; missing <= 5 {
+					t.Errorf("order %d (%s, acknowledged) is missing from GET /orders?%s after the failover and 5 s", id, o.Status, strings.TrimPrefix(q, "&"))
+				}
+			}
+		}
+	}
+	check := fmt.Sprintf("failover: %d acknowledged orders: %d unreadable, %d older than acknowledged, %d list entries missing",
+		len(l.acked), unreadable, older, missing)
+	fmt.Println(check)
+	t.Log(check)
+}
+
+// failoverList walks every page of GET /orders with the extra query q and
+// returns the ids listed; the total of each page must equal what the pages
+// hold.
+func failoverList(t *testing.T, base, q string) map[int64]bool {
+	t.Helper()
+	ids := map[int64]bool{}
+	var total int64
+	rows := 0
+	next := "/orders?per_page=100" + q
+	for next != "" {
+		r := mustCall(t, base, http.MethodGet, next, "", nil, hJSON).wantStatus(t, http.StatusOK)
+		var page listJSON
+		r.decode(t, &page)
+		for _, o := range page.Orders {
+			ids[o.ID] = true
+		}
+		rows += len(page.Orders)
+		total = page.Total
+		next = ""
+		if page.Next != nil {
+			next = *page.Next
+		}
+	}
+	if int64(rows) != total {
+		t.Errorf("GET /orders?per_page=100%s: the pages hold %d orders; their total says %d", q, rows, total)
+	}
+	return ids
 }
