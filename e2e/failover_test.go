@@ -23,6 +23,7 @@ type failoverLoad struct {
 	creates  int // acknowledged creates
 	puts     int // acknowledged PUTs
 	lastAck  time.Time
+	slowest  time.Duration // the longest answer (or error) of the workers
 	// readyz answers after the kill: status and when.
 	ready []readyAnswer
 }
@@ -30,6 +31,13 @@ type failoverLoad struct {
 type readyAnswer struct {
 	at     time.Time
 	status int
+}
+
+// took records how long one call took.
+func (l *failoverLoad) took(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.slowest = max(l.slowest, d)
 }
 
 func (l *failoverLoad) fail(what string, r *resp, err error) {
@@ -65,6 +73,11 @@ func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
 	mine := map[int64]orderJSON{}
 	var ids []int64
 	bad := func(r *resp, err error) bool { return err != nil || r.status >= 500 }
+	call := func(base, method, path, ctype string, body []byte, h H) (*resp, error) {
+		start := time.Now()
+		defer func() { l.took(time.Since(start)) }()
+		return call(base, method, path, ctype, body, h)
+	}
 	for i := 0; !stop.Load(); i++ {
 		switch {
 		case i%3 == 0 || len(ids) == 0:
@@ -229,10 +242,10 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	sort.Strings(kinds)
 	summary := fmt.Sprintf("failover: promotion %v after kill -9; last 5xx %v after the promotion (limit 2s); "+
 		"%d 5xx/errors (%d before the kill, %d after the promotion: %s); /readyz 503 from %v after the kill, 200 again %v after the promotion; "+
-		"%d workers acknowledged %d creates (%d before the kill) and %d PUTs",
+		"%d workers acknowledged %d creates (%d before the kill) and %d PUTs; the slowest answer took %v",
 		promoted.Sub(t0).Round(time.Millisecond), window.Round(time.Millisecond),
 		len(l.fails), failsBefore, after, strings.Join(kinds, ", "), first503.Round(time.Millisecond), first200.Round(time.Millisecond),
-		workers, l.creates, createsBefore, l.puts)
+		workers, l.creates, createsBefore, l.puts, l.slowest.Round(time.Millisecond))
 	fmt.Println(summary)
 	t.Log(summary)
 
@@ -242,6 +255,9 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	}
 	if window > 2*time.Second {
 		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s (CONTRACT §8)", window.Round(time.Millisecond))
+	}
+	if l.slowest > 2*time.Second {
+		t.Errorf("an answer took %v during the failover; want every answer (503 included) within 2 s (CONTRACT §3)", l.slowest.Round(time.Millisecond))
 	}
 	if !saw503 {
 		t.Errorf("/readyz never answered 503 between the kill and the promotion (%v): want 503 while the dead master's slots have no master", promoted.Sub(t0).Round(time.Millisecond))
