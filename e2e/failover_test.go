@@ -249,12 +249,12 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	fmt.Println(summary)
 	t.Log(summary)
 
+	if window > 2*time.Second {
+		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s (CONTRACT §8)", window.Round(time.Millisecond))
+	}
 	if l.creates == 0 || !l.lastAck.After(promoted.Add(2*time.Second)) {
 		t.Fatalf("no write was acknowledged later than 2 s after the promotion (last at %v after it; %d creates): the app did not recover, or the load never ran",
 			l.lastAck.Sub(promoted).Round(time.Millisecond), l.creates)
-	}
-	if window > 2*time.Second {
-		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s (CONTRACT §8)", window.Round(time.Millisecond))
 	}
 	if l.slowest > 2*time.Second {
 		t.Errorf("an answer took %v during the failover; want every answer (503 included) within 2 s (CONTRACT §3)", l.slowest.Round(time.Millisecond))
@@ -270,9 +270,11 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	}
 
 	// Every acknowledged write readable, at least at the version
-	// acknowledged. Replication is asynchronous (docs/operations.md), but
-	// each acknowledged write was followed by more round trips to the
-	// same master, so its replica had it before the kill.
+	// acknowledged. Replication is asynchronous (docs/operations.md): a
+	// write is lost only when the kill lands between the master's answer
+	// and its write to the replica, which go out in the same turn of its
+	// event loop, microseconds apart on loopback. Should this ever fail
+	// for one order, that is the likely reason; more is a bug.
 	current := map[int64]orderJSON{}
 	unreadable, older := 0, 0
 	for id, v := range l.acked {

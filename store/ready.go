@@ -43,8 +43,10 @@ const (
 
 // clusterReady checks that the slot map covers all 16384 slots and that
 // every master answers PING: while a dead master's replica has not taken
-// over, its slots have no master that answers (CONTRACT §8). It uses the
-// client's own connections (no dial per probe) and takes at most
+// over, its slots have no master that answers (CONTRACT §8). The masters
+// are pinged over connections of the probe's own, in parallel: the
+// client's ForEachMaster would re-read its slot map as a side effect, and
+// a probe must not be what keeps the app's routing fresh. It takes at most
 // readyTimeout.
 func (s *Store) clusterReady(ctx context.Context, cc *redis.ClusterClient) error {
 	s.ready.mu.Lock()
@@ -60,20 +62,37 @@ func (s *Store) clusterReady(ctx context.Context, cc *redis.ClusterClient) error
 			return err
 		}
 		covered := 0
+		masters := map[string]bool{}
 		for _, sl := range slots {
 			covered += sl.End - sl.Start + 1
+			if len(sl.Nodes) > 0 {
+				masters[sl.Nodes[0].Addr] = true
+			}
 		}
 		if covered != 16384 {
 			return fmt.Errorf("only %d of 16384 slots have a master", covered)
 		}
-		// ForEachMaster re-reads the slot map first, so the masters pinged
-		// are the ones serving now (and the client's map is fresh too).
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			if err := m.Ping(ctx).Err(); err != nil {
-				return fmt.Errorf("the master %s does not answer: %w", m.Options().Addr, err)
+		o := cc.Options()
+		errs := make(chan error, len(masters))
+		for addr := range masters {
+			go func() {
+				c := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password,
+					TLSConfig: o.TLSConfig, DialTimeout: readyTimeout, ContextTimeoutEnabled: true,
+					MaxRetries: -1, DialerRetries: 1, PoolSize: 1})
+				defer c.Close()
+				if err := c.Ping(ctx).Err(); err != nil {
+					errs <- fmt.Errorf("the master %s does not answer: %w", addr, err)
+					return
+				}
+				errs <- nil
+			}()
+		}
+		for range masters {
+			if e := <-errs; e != nil && err == nil {
+				err = e
 			}
-			return nil
-		})
+		}
+		return err
 	}()
 	s.ready.at, s.ready.err = time.Now(), err
 	return err
