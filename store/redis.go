@@ -411,18 +411,15 @@ func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	now := s.now().UTC().Truncate(time.Second)
-	o.ID, o.Version, o.CreatedAt, o.UpdatedAt = id, 1, now, now
-	ch, err := writeFresh(ctx, s, orders, id, &o)
-	if err != nil {
-		return nil, err
-	}
-	return ch.After, nil
+	return s.createAs(ctx, id, o)
 }
 
 // createAs stores o as the new order id. An order that already has that id
 // (an idempotent retry that lost the race to its first request) is
-// returned as it is.
+// returned as it is. The write reads the id under WATCH even for a fresh
+// id: after a failover that lost an unreplicated INCR, the counter can
+// hand out an id that an order already has, and a blind write would
+// overwrite that order.
 func (s *Store) createAs(ctx context.Context, id int64, o Order) (*Order, error) {
 	now := s.now().UTC().Truncate(time.Second)
 	o.ID, o.Version, o.CreatedAt, o.UpdatedAt = id, 1, now, now

@@ -94,32 +94,61 @@ func entriesOrNil[T any](s *Store, k *kind[T], r *T) []ixEntry {
 // and nothing is written), and stores it with its index entries, retrying
 // when another writer got in between. An *Error from fn is returned as is.
 func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
-	return writeRecord(ctx, s, k, id, false, fn)
+	return writeRecord(ctx, s, k, id, fn)
 }
 
-// writeFresh is write for an id just taken from the counter, which no other
-// writer can know yet: nothing to read or WATCH, so a create costs one
-// transaction.
-func writeFresh[T any](ctx context.Context, s *Store, k *kind[T], id int64, rec *T) (Change[T], error) {
-	return writeRecord(ctx, s, k, id, true, func(*T) (*T, error) { return rec, nil })
-}
-
-func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fresh bool, fn func(cur *T) (*T, error)) (Change[T], error) {
+func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
 	key := s.recordKey(k.name, id)
+	decode := func(h map[string]string) *T {
+		cur, ok := k.decode(id, h)
+		if !ok {
+			if len(h) > 0 {
+				s.damaged(key, h)
+			}
+			return nil
+		}
+		return cur
+	}
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		var (
 			ch            Change[T]
 			before, after []ixEntry
 			field         string
+			planned       *T
 		)
-		type txFunc = func(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
-		do := func(h map[string]string, txPipelined txFunc) error {
-			cur, ok := k.decode(id, h)
-			if !ok {
-				if len(h) > 0 {
-					s.damaged(key, h)
-				}
-				cur = nil
+		if s.cluster {
+			// The intent is written before the WATCH, from a plain read:
+			// writing it inside would need a second connection while the
+			// WATCH holds one, and under load every connection of a node's
+			// pool can be held by writers waiting for another.
+			h, err := s.rdb.HGetAll(ctx, key).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return ch, wrap(err)
+			}
+			cur := decode(h)
+			next, err := fn(cur)
+			if err != nil {
+				return ch, wrap(err)
+			}
+			if next == cur {
+				return Change[T]{Before: cur, After: cur}, nil
+			}
+			planned = cur
+			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
+			field = k.name + ":" + strconv.FormatInt(id, 10) + ":" + newToken()
+			if err := s.recordIntent(ctx, field, before, after); err != nil {
+				// It may have been written: the reconciler drops it harmlessly.
+				return ch, wrap(err)
+			}
+		}
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HGetAll(ctx, key).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			cur := decode(h)
+			if s.cluster && !sameVersion(k, planned, cur) {
+				return redis.TxFailedErr // changed since the intent was written: again
 			}
 			next, err := fn(cur)
 			if err != nil {
@@ -129,14 +158,10 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fre
 			if next == cur {
 				return nil
 			}
-			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
-			if s.cluster {
-				field = k.name + ":" + strconv.FormatInt(id, 10) + ":" + newToken()
-				if err := s.recordIntent(ctx, field, before, after); err != nil {
-					return err
-				}
+			if !s.cluster {
+				before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
 			}
-			_, err = txPipelined(ctx, func(p redis.Pipeliner) error {
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				// A whole new hash: fields the record no longer has (a
 				// cleared email, dropped items, a damaged leftover) go.
 				p.Del(ctx, key)
@@ -149,19 +174,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fre
 				return nil
 			})
 			return err
-		}
-		var err error
-		if fresh {
-			err = do(nil, s.rdb.TxPipelined)
-		} else {
-			err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-				h, err := tx.HGetAll(ctx, key).Result()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					return err
-				}
-				return do(h, tx.TxPipelined)
-			}, key)
-		}
+		}, key)
 		if errors.Is(err, redis.TxFailedErr) {
 			if field != "" {
 				// Nothing happened; the reconciler would find that too.
@@ -185,6 +198,15 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fre
 		return ch, nil
 	}
 	return Change[T]{}, unavailable(errors.New("too many concurrent writers"))
+}
+
+// sameVersion reports whether a and b are the same state of a record: both
+// missing, or both there at one version.
+func sameVersion[T any](k *kind[T], a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return k.version(a) == k.version(b)
 }
 
 // moveEntries queues the index changes from before to after: entries only
