@@ -98,6 +98,10 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 
 func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int64, o Order) (*Order, error) {
 	created, err := s.createAs(ctx, id, o)
+	if err == errIDTaken {
+		// A racing retry with this key made it first: that is the answer.
+		created, err = s.Get(ctx, id)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -407,25 +407,34 @@ func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	if errs != nil {
 		return nil, invalid(errs, nil)
 	}
-	id, err := s.rdb.Incr(ctx, s.seqKey()).Result()
-	if err != nil {
-		return nil, wrap(err)
+	// The write reads the id under WATCH even though it is fresh: after a
+	// failover that lost an unreplicated INCR, the counter can hand out an
+	// id an order already has. Such an id is skipped, never overwritten.
+	for range 100 {
+		id, err := s.rdb.Incr(ctx, s.seqKey()).Result()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		created, err := s.createAs(ctx, id, o)
+		if err != errIDTaken {
+			return created, err
+		}
+		s.log.Warn("the id counter handed out a used id; skipping it", "id", id)
 	}
-	return s.createAs(ctx, id, o)
+	return nil, &Error{Code: EINTERNAL, Message: "the id counter keeps handing out used ids; run orders -repair", Err: errIDTaken}
 }
 
-// createAs stores o as the new order id. An order that already has that id
-// (an idempotent retry that lost the race to its first request) is
-// returned as it is. The write reads the id under WATCH even for a fresh
-// id: after a failover that lost an unreplicated INCR, the counter can
-// hand out an id that an order already has, and a blind write would
-// overwrite that order.
+// errIDTaken is an *Error so the write path passes it through as it is.
+var errIDTaken error = &Error{Code: ECONFLICT, Message: "the id is taken"}
+
+// createAs stores o as the new order id, or answers errIDTaken when an
+// order has that id.
 func (s *Store) createAs(ctx context.Context, id int64, o Order) (*Order, error) {
 	now := s.now().UTC().Truncate(time.Second)
 	o.ID, o.Version, o.CreatedAt, o.UpdatedAt = id, 1, now, now
 	ch, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
 		if cur != nil {
-			return cur, nil
+			return nil, errIDTaken
 		}
 		return &o, nil
 	})
