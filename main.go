@@ -247,7 +247,11 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 			}
 			return nil
 		}, nil
-	case strings.Contains(cfg.redis, ",") || !strings.Contains(cfg.redis, "://"):
+	case !strings.Contains(cfg.redis, ",") && !strings.Contains(cfg.redis, "://"):
+		// One bare host:port could be a single Redis or one node of a
+		// Cluster; guessing wrong fails late and strangely.
+		return nil, false, nil, nil, fmt.Errorf("-redis %q: write redis://%s for one Redis, or list two or more Cluster nodes separated by commas", cfg.redis, cfg.redis)
+	case strings.Contains(cfg.redis, ","):
 		addrs := strings.Split(cfg.redis, ",")
 		for i := range addrs {
 			addrs[i] = strings.TrimSpace(addrs[i])

@@ -238,3 +238,13 @@ func TestRepairFlagFixesTheIndexes(t *testing.T) {
 		t.Errorf("after the repair, a search for ada does not list order 1:\n%s", body)
 	}
 }
+
+// TestRedisSingleHostPortIsRefused: one bare host:port could be a single
+// Redis or one Cluster node; the app says how to write each instead of
+// guessing (it used to take it for a Cluster).
+func TestRedisSingleHostPortIsRefused(t *testing.T) {
+	err := run(context.Background(), []string{"-redis", "127.0.0.1:6379", "-data", ""}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "redis://127.0.0.1:6379") {
+		t.Errorf("-redis 127.0.0.1:6379: got %v, want an error naming redis://127.0.0.1:6379", err)
+	}
+}
