@@ -353,7 +353,7 @@ func reportChaos(t *testing.T, name string, workers int, d time.Duration, a *ack
 	t.Helper()
 	line := fmt.Sprintf("chaos %s: %d workers, %v, %d acknowledged writes (%d deletes), %d refused as stale (409), %d unknown (5xx or lost)%s; %v",
 		name, workers, d, a.counts["acknowledged"], a.counts["deleted"], a.counts["409"], a.counts["unknown"], extra, v)
-	fmt.Println(line)
+	figure(line)
 	t.Log(line)
 	if v.problems() > 0 {
 		t.Errorf("%d invariant problems after the repair window:\n%s", v.problems(), strings.Join(v.details, "\n"))

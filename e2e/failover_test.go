@@ -246,7 +246,7 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 		promoted.Sub(t0).Round(time.Millisecond), window.Round(time.Millisecond),
 		len(l.fails), failsBefore, after, strings.Join(kinds, ", "), first503.Round(time.Millisecond), first200.Round(time.Millisecond),
 		workers, l.creates, createsBefore, l.puts, l.slowest.Round(time.Millisecond))
-	fmt.Println(summary)
+	figure(summary)
 	t.Log(summary)
 
 	if window > 2*time.Second {
