@@ -1,0 +1,585 @@
+package store_test
+
+// Outside-tester attacks on the one write path (issue 8): interleavings on a
+// Redis Cluster, Repair beside live writers, idempotent creates, no-op PUTs.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"orders/store"
+	"orders/testutil"
+)
+
+// clusterTarget returns the Cluster target and its addresses, or skips.
+func clusterTarget(t *testing.T) (testutil.Target, []string) {
+	t.Helper()
+	addrs := os.Getenv("ORDERS_TEST_CLUSTER")
+	for _, x := range testutil.Targets(t) {
+		if x.Cluster && addrs != "" {
+			return x, strings.Split(addrs, ",")
+		}
+	}
+	if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
+		t.Fatal("*** ORDERS_TEST_CLUSTER is not set, and ORDERS_REQUIRE_REDIS=1 ***")
+	}
+	t.Skip("*** SKIPPING: no Redis Cluster (set ORDERS_TEST_CLUSTER=host:port,… or run .ci/run) ***")
+	return testutil.Target{}, nil
+}
+
+// hookedCluster is a Cluster client whose node clients carry h (a WATCH
+// and a transaction's commands are only seen there).
+func hookedCluster(t *testing.T, addrs []string, h redis.Hook) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: addrs,
+		NewClient: func(o *redis.Options) *redis.Client {
+			c := redis.NewClient(o)
+			c.AddHook(h)
+			return c
+		},
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func isSettle(cmds []redis.Cmder) bool {
+	index := false
+	for _, c := range cmds {
+		switch c.Name() {
+		case "zadd", "zrem":
+			index = true
+		case "exec", "multi":
+			return false
+		}
+	}
+	return index
+}
+
+// appCluster is a Cluster client configured as main.go configures it.
+func appCluster(t *testing.T, addrs []string) *redis.ClusterClient {
+	rdb, closeFn := store.NewClusterClient(&redis.ClusterOptions{
+		Addrs: addrs, DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second, ContextTimeoutEnabled: true,
+		DialerRetries: 1,
+	})
+	t.Cleanup(func() { _ = closeFn() })
+	return rdb
+}
+
+// TestAttackHotRecord: 50 writers on one order of a Cluster for 10 s, each
+// request with the app's 1.5 s deadline and client options, and the
+// reconciler running. Every outcome is counted (a few per cent are 503 "too
+// many concurrent writers" with Redis healthy: logged, not failed); within
+// 5 s of the last write the indexes are whole, no intent is left, and the
+// order is at least at the highest acknowledged version.
+func TestAttackHotRecord(t *testing.T) {
+	tg, addrs := clusterTarget(t)
+	f := fresh(t, tg)
+	app := store.New(appCluster(t, addrs), store.Options{Prefix: f.prefix, Cluster: true})
+	ctx := context.Background()
+	o := f.create(t, "Hot Start")
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go app.Reconcile(rctx, 0)
+
+	var (
+		ok, conflict, unavail, other atomic.Int64
+		maxAck, maxIntents           atomic.Int64
+		slowest                      atomic.Int64
+		codes                        sync.Map
+	)
+	stop := time.Now().Add(10 * time.Second)
+	go func() {
+		for time.Now().Before(stop) {
+			if n, err := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result(); err == nil && n > maxIntents.Load() {
+				maxIntents.Store(n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(stop); i++ {
+				in := store.Input{Customer: ptr(fmt.Sprintf("Hot W%d N%d", w, i))}
+				if i%2 == 1 {
+					in = store.Input{Notes: ptr(fmt.Sprintf("note W%d N%d", w, i))}
+				}
+				rq, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				t0 := time.Now()
+				got, err := app.Update(rq, o.ID, in, 0)
+				cancel()
+				if d := time.Since(t0).Milliseconds(); d > slowest.Load() {
+					slowest.Store(d)
+				}
+				switch store.ErrorCode(err) {
+				case "internal":
+					if err == nil {
+						ok.Add(1)
+						for v := maxAck.Load(); got.Version > v && !maxAck.CompareAndSwap(v, got.Version); v = maxAck.Load() {
+						}
+						continue
+					}
+					other.Add(1)
+				case store.ECONFLICT:
+					conflict.Add(1)
+				case store.EUNAVAILABLE:
+					unavail.Add(1)
+				default:
+					other.Add(1)
+				}
+				msg := err.Error()
+				if len(msg) > 90 {
+					msg = msg[:90]
+				}
+				v, _ := codes.LoadOrStore(msg, new(atomic.Int64))
+				v.(*atomic.Int64).Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	last := time.Now()
+	codes.Range(func(k, v any) bool { t.Logf("error %5d× %s", v.(*atomic.Int64).Load(), k); return true })
+	t.Logf("50 writers × 10 s on one order: %d ok, %d conflict, %d unavailable, %d other; slowest %d ms; max intents %d",
+		ok.Load(), conflict.Load(), unavail.Load(), other.Load(), slowest.Load(), maxIntents.Load())
+
+	var (
+		r store.RepairReport
+		n int64
+	)
+	for {
+		var err error
+		if r, err = f.s.Repair(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		n, _ = tg.Client.HLen(ctx, f.prefix+"ix:intents").Result()
+		if (r.Problems() == 0 && n == 0) || time.Since(last) > 5*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("whole %v after the last write", time.Since(last).Round(time.Millisecond))
+	cur, err := f.s.Get(ctx, o.ID)
+	if err != nil || cur.Version < maxAck.Load() {
+		t.Errorf("order after the run: %+v, %v; want version ≥ %d", cur, err, maxAck.Load())
+	}
+	if r.Problems() != 0 || n != 0 {
+		t.Errorf("%v after the last write: %v; %d intents left", time.Since(last).Round(time.Millisecond), r, n)
+	}
+}
+
+// skewIntents stamps every intent the writer records as written skew
+// earlier: what another instance's reconciler sees when the writer's clock
+// is behind its own (intents carry the writer's wall clock).
+type skewIntents struct {
+	intents string
+	skew    time.Duration
+}
+
+func (s *skewIntents) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *skewIntents) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); cmd.Name() == "hset" && len(a) == 4 && a[1] == s.intents {
+			if b, ok := a[3].([]byte); ok {
+				var in struct {
+					T int64      `json:"t"`
+					E [][]string `json:"e"`
+				}
+				if json.Unmarshal(b, &in) == nil {
+					in.T -= s.skew.Milliseconds()
+					a[3], _ = json.Marshal(in)
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s *skewIntents) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestAttackClockSkewWithFaults is TestClusterIndexFaultsAreRepairedWithin5s
+// (a quarter of index writes and intent deletes fail) with one difference:
+// the writing instance's clock is 2 s behind the reconciling one's. The
+// reconciler then takes over intents of writers that have not yet run their
+// transaction; when such a writer's own settle fails there is no intent
+// left, and the drift stays.
+func TestAttackClockSkewWithFaults(t *testing.T) {
+	tg, addrs := clusterTarget(t)
+	f := fresh(t, tg)
+	fl := &faults{rate: 0.25}
+	sk := &skewIntents{intents: f.prefix + "ix:intents", skew: 2 * time.Second}
+	faulty := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: addrs,
+		NewClient: func(o *redis.Options) *redis.Client {
+			c := redis.NewClient(o)
+			c.AddHook(sk)
+			c.AddHook(fl)
+			return c
+		},
+	})
+	defer faulty.Close()
+	writer := store.New(faulty, store.Options{Prefix: f.prefix, Cluster: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.s.Reconcile(ctx, 0) // another instance, its clock 2 s ahead
+	live, deleted, _, acks := churn(t, writer, 8, 5*time.Second)
+	last := time.Now()
+	r := checkWhole(t, f.s, 5*time.Second-time.Since(last), live, deleted)
+	n, _ := tg.Client.HLen(context.Background(), f.prefix+"ix:intents").Result()
+	t.Logf("%d acknowledged writes, %d faults; %v after the last write: %v; %d intents left",
+		acks, fl.injected.Load(), time.Since(last).Round(time.Millisecond), r, n)
+}
+
+// TestAttackRepairBesideWriters: Repair(fix) in a loop while 8 writers
+// churn (renames, status changes, stale versions, deletes racing PUTs) and
+// the reconciler runs: the repair may neither remove a right entry nor add
+// a stale one that stays, and no acknowledged write may go missing.
+func TestAttackRepairBesideWriters(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go f.s.Reconcile(ctx, 0)
+			var repairs, repairErrs, fixed atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ctx.Err() == nil {
+					r, err := f.s.Repair(ctx, true)
+					repairs.Add(1)
+					fixed.Add(int64(r.Fixed))
+					if err != nil && ctx.Err() == nil {
+						repairErrs.Add(1)
+					}
+				}
+			}()
+			live, deleted, _, acks := churn(t, f.s, 8, 3*time.Second)
+			cancel()
+			<-done
+			last := time.Now()
+			rctx, rcancel := context.WithCancel(context.Background())
+			defer rcancel()
+			go f.s.Reconcile(rctx, 0)
+			r := checkWhole(t, f.s, 5*time.Second-time.Since(last), live, deleted)
+			t.Logf("%d acknowledged writes; %d repairs beside them (%d errors, %d records fixed); %v", acks, repairs.Load(), repairErrs.Load(), fixed.Load(), r)
+		})
+	}
+}
+
+// slowExec holds the next armed transaction for delay before it reaches
+// Redis (from Redis's side, an EXEC still on its way: sent, not executed),
+// and while failSettle is set fails every settle pipeline.
+type slowExec struct {
+	armed      atomic.Bool
+	failSettle atomic.Bool
+	delay      time.Duration
+	execs      atomic.Int64
+}
+
+func (s *slowExec) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (s *slowExec) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (s *slowExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if s.failSettle.Load() && isSettle(cmds) {
+			return errInjected
+		}
+		for _, c := range cmds {
+			if c.Name() == "exec" {
+				s.execs.Add(1)
+				if s.armed.CompareAndSwap(true, false) {
+					time.Sleep(s.delay)
+				}
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestAttackLateExecIsFenced: a writer's transaction that reaches Redis
+// 2.5 s late, after the reconciler took its intent over, must fail its
+// WATCH (the fence): else it lands after the settle with no intent left,
+// and the writer's own settle (failing here) is all that would index it.
+// For a rename, a status change and a delete the indexes end whole.
+func TestAttackLateExecIsFenced(t *testing.T) {
+	tg, addrs := clusterTarget(t)
+	f := fresh(t, tg)
+	ctx := context.Background()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go f.s.Reconcile(rctx, 0)
+	se := &slowExec{delay: 2500 * time.Millisecond}
+	w := store.New(hookedCluster(t, addrs, se), store.Options{Prefix: f.prefix, Cluster: true})
+	a, b := f.create(t, "Late Rename"), f.create(t, "Late Delete")
+	for i, op := range []func() error{
+		func() error { _, err := w.Update(ctx, a.ID, store.Input{Customer: ptr("Renamed Late")}, 0); return err },
+		func() error { _, err := w.Update(ctx, a.ID, store.Input{Status: ptr("confirmed")}, 0); return err },
+		func() error { return w.Delete(ctx, b.ID, 0, 0) },
+	} {
+		se.armed.Store(true)
+		se.failSettle.Store(true)
+		se.execs.Store(0)
+		if err := op(); err != nil {
+			t.Errorf("write %d: %v", i, err)
+		}
+		se.failSettle.Store(false)
+		if se.execs.Load() < 2 {
+			t.Errorf("write %d: %d EXEC, want the late one fenced and a second", i, se.execs.Load())
+		}
+	}
+	last := time.Now()
+	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{a.ID: 1}, map[int64]bool{b.ID: true})
+	got, _ := f.s.Get(ctx, a.ID)
+	if got == nil || got.Customer != "Renamed Late" || got.Status != store.Confirmed {
+		t.Errorf("order after the late writes: %+v", got)
+	}
+	if p := f.list(t, store.Query{Q: "renamed", Status: store.Confirmed}); p.Total != 1 {
+		t.Errorf("search renamed/confirmed: total %d, want 1", p.Total)
+	}
+}
+
+// TestAttackFenceOfMissingRecord: an intent for an order that does not
+// exist (a create that never ran) is settled: the fence leaves no key
+// behind, nothing is indexed, and the intent goes.
+func TestAttackFenceOfMissingRecord(t *testing.T) {
+	tg, _ := clusterTarget(t)
+	f := fresh(t, tg)
+	ctx := context.Background()
+	must(t, tg.Client.HSet(ctx, f.prefix+"ix:intents", "o:999:abc",
+		fmt.Sprintf(`{"t":1,"e":[[%q,"999"],[%q,"999"]]}`, f.prefix+"ix:id", f.prefix+"ix:id:pending")).Err())
+	must(t, tg.Client.ZAdd(ctx, f.prefix+"ix:id", redis.Z{Score: 999, Member: "999"}).Err())
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go f.s.Reconcile(rctx, 0)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, _ := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result(); n == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n, _ := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result()
+	ex, _ := tg.Client.Exists(ctx, f.prefix+"o:{999}").Result()
+	card, _ := tg.Client.ZCard(ctx, f.prefix+"ix:id").Result()
+	if n != 0 || ex != 0 || card != 0 {
+		t.Errorf("after settling an intent of a missing order: %d intents, record exists %d, ix:id %d entries; want 0, 0, 0", n, ex, card)
+	}
+}
+
+// TestAttackIdempotentConcurrentRetries: 20 requests with one key at once,
+// and a first request held up between its claim and its write while the
+// retries complete it: one order, every answer the same id.
+func TestAttackIdempotentConcurrentRetries(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx := context.Background()
+			in := store.Input{Customer: ptr("Ada Lovelace")}
+			got := make([]int64, 20)
+			var wg sync.WaitGroup
+			for i := range got {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					o, err := f.s.CreateOnce(ctx, "same-key", "fp", in)
+					if err != nil {
+						t.Errorf("try %d: %v", i, err)
+						return
+					}
+					got[i] = o.ID
+				}()
+			}
+			wg.Wait()
+			for i, id := range got {
+				if id != got[0] {
+					t.Errorf("try %d answered order %d, try 0 order %d", i, id, got[0])
+				}
+			}
+			if n, _ := f.s.Count(ctx); n != 1 {
+				t.Errorf("%d orders stored, want 1", n)
+			}
+			if _, err := f.s.CreateOnce(ctx, "same-key", "fp2", in); store.ErrorCode(err) != store.EINVALID {
+				t.Errorf("same key, another body: %v, want invalid", err)
+			}
+			if p := f.list(t, store.Query{}); p.Total != 1 {
+				t.Errorf("listed %d, want 1", p.Total)
+			}
+		})
+	}
+}
+
+// TestAttackNoOpPut: inputs that change nothing keep the version; real
+// changes bump it.
+func TestAttackNoOpPut(t *testing.T) {
+	ctx := context.Background()
+	f := fresh(t, testutil.Miniredis(t))
+	base := func() *store.Order {
+		return f.create(t, "Zoé Ådahl", withItems(
+			store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"},
+			store.ItemInput{Name: "Tee shirt", Quantity: "1", UnitPrice: "10"},
+		), func(in *store.Input) {
+			in.Email, in.Notes, in.Currency = ptr("zoe@example.com"), ptr("line one\nline two"), ptr("EUR")
+		})
+	}
+	its := func(a, b store.ItemInput) []store.ItemInput { return []store.ItemInput{a, b} }
+	mug := store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"}
+	tee := store.ItemInput{Name: "Tee shirt", Quantity: "1", UnitPrice: "10"}
+	for _, c := range []struct {
+		name string
+		in   store.Input
+		bump bool
+	}{
+		{"spaces around every text", store.Input{Customer: ptr("  Zoé Ådahl \t"), Email: ptr(" zoe@example.com "), Notes: ptr("\nline one\nline two  ")}, false},
+		{"decomposed customer (NFD)", store.Input{Customer: ptr("Zoe\u0301 A\u030adahl")}, false},
+		{"currency lower case", store.Input{Currency: ptr(" eur ")}, false},
+		{"status upper case", store.Input{Status: ptr(" PENDING ")}, false},
+		{"items, other spellings of the same numbers", store.Input{HasItems: true, Items: its(
+			store.ItemInput{SKU: " MUG-1 ", Name: " Mug ", Quantity: "02", UnitPrice: "3.5"},
+			store.ItemInput{Name: "Tee shirt", Quantity: "1", UnitPrice: "10.00"})}, false},
+		{"items in another order", store.Input{HasItems: true, Items: its(tee, mug)}, true},
+		{"customer case", store.Input{Customer: ptr("zoé ådahl")}, true},
+		{"email case", store.Input{Email: ptr("Zoe@example.com")}, true},
+		{"notes CRLF", store.Input{Notes: ptr("line one\r\nline two")}, true},
+		{"item name case", store.Input{HasItems: true, Items: its(store.ItemInput{SKU: "MUG-1", Name: "mug", Quantity: "2", UnitPrice: "3.50"}, tee)}, true},
+		{"price by a cent", store.Input{HasItems: true, Items: its(store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.51"}, tee)}, true},
+		{"email cleared", store.Input{Email: ptr("")}, true},
+		{"currency", store.Input{Currency: ptr("USD")}, true},
+	} {
+		o := base()
+		got, err := f.s.Update(ctx, o.ID, c.in, 0)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if bumped := got.Version != o.Version; bumped != c.bump {
+			t.Errorf("%s: version %d → %d; want a new version: %v", c.name, o.Version, got.Version, c.bump)
+		}
+	}
+}
+
+// TestAttackABA: writers flip one order between two names (and through
+// statuses) on every target; afterwards each name search finds it exactly
+// when its name matches, and the indexes are whole.
+func TestAttackABA(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go f.s.Reconcile(ctx, 0)
+			o := f.create(t, "Alpha")
+			stop := time.Now().Add(2 * time.Second)
+			var wg sync.WaitGroup
+			var acks atomic.Int64
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					names := []string{"Alpha", "Beta", "alpha", "ALPHA "}
+					for i := 0; time.Now().Before(stop); i++ {
+						in := store.Input{Customer: ptr(names[(w+i)%len(names)])}
+						if w == 0 && i == 50 {
+							in.Status = ptr("confirmed")
+						}
+						if _, err := f.s.Update(context.Background(), o.ID, in, 0); err == nil {
+							acks.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			last := time.Now()
+			r := checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 1}, nil)
+			cur, _ := f.s.Get(context.Background(), o.ID)
+			for _, q := range []string{"alpha", "beta"} {
+				want := int64(0)
+				if strings.HasPrefix(strings.ToLower(cur.Customer), q) {
+					want = 1
+				}
+				if p := f.list(t, store.Query{Q: q}); p.Total != want || int64(len(p.Orders)) != want {
+					t.Errorf("search %q with the order called %q: total %d, %d listed; want %d", q, cur.Customer, p.Total, len(p.Orders), want)
+				}
+			}
+			t.Logf("%d acknowledged flips; %v", acks.Load(), r)
+		})
+	}
+}
+
+// TestAttackHotRecordVersioned: 50 writers on one order of a Cluster, each
+// reading the version and writing a unique note with it (the app's
+// deadline and client options). A 409's current order must never carry
+// the writer's own note (a 409 for a write that happened), and the
+// version must go up by exactly the number of acknowledged writes.
+func TestAttackHotRecordVersioned(t *testing.T) {
+	tg, addrs := clusterTarget(t)
+	f := fresh(t, tg)
+	app := store.New(appCluster(t, addrs), store.Options{Prefix: f.prefix, Cluster: true})
+	ctx := context.Background()
+	o := f.create(t, "Hot Versioned")
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go app.Reconcile(rctx, 0)
+	var ok, conflict, unavail, other, selfConflict atomic.Int64
+	stop := time.Now().Add(5 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(stop); i++ {
+				rq, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				cur, err := app.Get(rq, o.ID)
+				if err != nil {
+					cancel()
+					continue
+				}
+				note := fmt.Sprintf("W%d N%d", w, i)
+				_, err = app.Update(rq, o.ID, store.Input{Notes: ptr(note), Version: ptr(cur.Version)}, 0)
+				cancel()
+				switch store.ErrorCode(err) {
+				case store.ECONFLICT:
+					conflict.Add(1)
+					var e *store.Error
+					if errors.As(err, &e) && e.Current != nil && e.Current.Notes == note {
+						selfConflict.Add(1)
+					}
+				case store.EUNAVAILABLE:
+					unavail.Add(1)
+				default:
+					if err == nil {
+						ok.Add(1)
+					} else {
+						other.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := f.s.Get(ctx, o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("50 versioned writers × 5 s: %d ok, %d conflict, %d unavailable, %d other; version %d → %d",
+		ok.Load(), conflict.Load(), unavail.Load(), other.Load(), o.Version, got.Version)
+	if selfConflict.Load() != 0 {
+		t.Errorf("%d writes answered 409 with their own change as the current order", selfConflict.Load())
+	}
+	// A 503 may have happened (CONTRACT §3); a 200 or a 409 is certain.
+	if d := got.Version - o.Version; d < ok.Load() || d > ok.Load()+unavail.Load() {
+		t.Errorf("version moved by %d with %d acknowledged and %d unknown writes", d, ok.Load(), unavail.Load())
+	}
+}
