@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -581,5 +582,268 @@ func TestAttackHotRecordVersioned(t *testing.T) {
 	// A 503 may have happened (CONTRACT §3); a 200 or a 409 is certain.
 	if d := got.Version - o.Version; d < ok.Load() || d > ok.Load()+unavail.Load() {
 		t.Errorf("version moved by %d with %d acknowledged and %d unknown writes", d, ok.Load(), unavail.Load())
+	}
+}
+
+// stall delays the next WATCH and, while failSettle is set, fails every
+// settle pipeline (ZADD/ZREM, no MULTI) before it reaches Redis.
+type stall struct {
+	watchDelay atomic.Int64
+	failSettle atomic.Bool
+	watched    atomic.Int64 // when the delayed WATCH was sent (unix ms)
+}
+
+func (s *stall) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *stall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "watch" {
+			if d := s.watchDelay.Swap(0); d > 0 {
+				time.Sleep(time.Duration(d))
+				s.watched.Store(time.Now().UnixMilli())
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s *stall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if s.failSettle.Load() && isSettle(cmds) {
+			return errInjected
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestAttackIntentTakenOverBeforeWatch: the intent is written before the
+// WATCH (commit 00793fd), but the reconciler's fence still assumes "a
+// writer's intent exists only after its WATCH ran". A writer that stalls
+// for over a second between its intent and its WATCH (a GC pause, a pool
+// wait, a slow node) has its intent settled and deleted by the reconciler
+// while nothing has changed yet; its transaction then runs, and if its own
+// settle fails (the request deadline, a dropped connection, a crash) no
+// intent is left: the acknowledged rename is never indexed.
+func TestAttackIntentTakenOverBeforeWatch(t *testing.T) {
+	tg, addrs := clusterTarget(t)
+	f := fresh(t, tg)
+	ctx := context.Background()
+	o := f.create(t, "Bravo Original")
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go f.s.Reconcile(rctx, 0) // another instance, healthy
+
+	st := &stall{}
+	writer := store.New(hookedCluster(t, addrs, st), store.Options{Prefix: f.prefix, Cluster: true})
+	st.watchDelay.Store(int64(2500 * time.Millisecond))
+	st.failSettle.Store(true)
+	start := time.Now()
+	got, err := writer.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed")}, 0)
+	st.failSettle.Store(false)
+	if err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	last := time.Now()
+	t.Logf("update acknowledged at version %d after %v", got.Version, last.Sub(start).Round(time.Millisecond))
+
+	time.Sleep(5*time.Second - time.Since(last))
+	n, _ := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result()
+	r, err := f.s.Repair(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.list(t, store.Query{Q: "charlie"})
+	if r.Problems() != 0 || p.Total != 1 {
+		t.Errorf("5 s after an acknowledged rename: %v; intents left %d; search \"charlie\" total %d (want 1)", r, n, p.Total)
+	}
+}
+
+// lateSettle makes a settle pipeline the client gives up on land in Redis
+// later (sent, stuck in the network or behind a paused node, executed after
+// the client's timeout): the client hears an error at once, and the same
+// commands run delay later through replay.
+type lateSettle struct {
+	armed  atomic.Bool
+	delay  time.Duration
+	replay redis.UniversalClient
+	landed atomic.Int64
+	wg     sync.WaitGroup
+}
+
+func (l *lateSettle) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *lateSettle) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *lateSettle) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !l.armed.Load() || !isSettle(cmds) {
+			return next(ctx, cmds)
+		}
+		args := make([][]any, len(cmds))
+		for i, c := range cmds {
+			args[i] = c.Args()
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			time.Sleep(l.delay)
+			for _, a := range args {
+				l.replay.Do(context.Background(), a...)
+			}
+			l.landed.Store(time.Now().UnixMilli())
+		}()
+		return errInjected
+	}
+}
+
+func TestAttackRepairWithDamagedIndexedRecord(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			a := f.create(t, "Ada Lovelace")
+			b := f.create(t, "Bob Damaged")
+			c := tg.Client
+			must(t, c.HDel(ctx, f.prefix+"o:{"+strconv.FormatInt(b.ID, 10)+"}", "c").Err())
+			// a lost an entry: the repair has work to do after b.
+			must(t, c.ZRem(ctx, f.prefix+"ix:name", "ada lovelace\x00yy").Err())
+			_ = a
+			r, err := f.s.Repair(ctx, true)
+			if err != nil {
+				t.Errorf("Repair(fix) with one damaged, indexed record: %v (%v)", err, r)
+			}
+			if r, err = f.s.Repair(ctx, false); err != nil || r.Missing+r.Dangling+r.Stale != 0 {
+				t.Errorf("check after the repair: %v, %v; want no index problem", r, err)
+			}
+		})
+	}
+}
+
+// TestAttackReconcilerIntentOnDamagedRecord: an intent whose record became
+// damaged is never settled: every tick fails on it (settle sees version 3
+// against 0 twenty times) and it stays forever.
+func TestAttackReconcilerIntentOnDamagedRecord(t *testing.T) {
+	tg, _ := clusterTarget(t)
+	f := fresh(t, tg)
+	ctx := context.Background()
+	o := f.create(t, "Ada Lovelace")
+	key := f.prefix + "o:{" + strconv.FormatInt(o.ID, 10) + "}"
+	must(t, tg.Client.HSet(ctx, f.prefix+"ix:intents", "o:"+strconv.FormatInt(o.ID, 10)+":abc",
+		fmt.Sprintf(`{"t":1,"e":[[%q,%q]]}`, f.prefix+"ix:id", strconv.FormatInt(o.ID, 10))).Err())
+	must(t, tg.Client.HDel(ctx, key, "c").Err())
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go f.s.Reconcile(rctx, 0)
+	time.Sleep(5 * time.Second)
+	if n, _ := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result(); n != 0 {
+		t.Errorf("an intent on a damaged record after 5 s: %d left (never settled)", n)
+	}
+}
+
+// TestAttackNoOpPutOnShippedOrder: a client that GETs a shipped order and
+// PUTs the same representation back (items included) changes nothing:
+// CONTRACT §8 says 200 and the same version. The store answers 422 "items
+// cannot change once an order is shipped".
+func TestAttackNoOpPutOnShippedOrder(t *testing.T) {
+	tg := testutil.Miniredis(t)
+	f := fresh(t, tg)
+	ctx := context.Background()
+	o := f.create(t, "Ada Lovelace", withItems(store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"}))
+	o = f.update(t, o.ID, store.Input{Status: ptr("confirmed")})
+	o = f.update(t, o.ID, store.Input{Status: ptr("shipped")})
+	same := store.Input{
+		Customer: ptr(o.Customer), Email: ptr(o.Email), Status: ptr(string(o.Status)), Currency: ptr(o.Currency),
+		Notes: ptr(o.Notes), HasItems: true, Version: ptr(o.Version),
+		Items: []store.ItemInput{{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"}},
+	}
+	got, err := f.s.Update(ctx, o.ID, same, 0)
+	if err != nil || got.Version != o.Version {
+		t.Errorf("PUT of the unchanged shipped order: %+v, %v; want version %d kept", got, err, o.Version)
+	}
+}
+
+// setXXFails makes the idempotency claim's "done" mark (SET … XX) fail
+// once, as a crash or the request deadline right after the create would.
+type setXXFails struct{ n atomic.Int64 }
+
+func (s *setXXFails) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *setXXFails) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "set" && strings.Contains(fmt.Sprint(cmd.Args()...), "XX") && s.n.Add(-1) >= 0 {
+			return errInjected
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s *setXXFails) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestAttackIdempotentRetryAfterDelete: docs/data.md: "a key whose order
+// was deleted since answers 404". When the first request's "done" mark was
+// lost (it is best effort), a retry after the delete re-creates the deleted
+// order under the same id instead.
+func TestAttackIdempotentRetryAfterDelete(t *testing.T) {
+	ctx := context.Background()
+	mr := testutil.Miniredis(t).Client.(*redis.Client)
+	h := &setXXFails{}
+	mr.AddHook(h)
+	st := store.New(mr, store.Options{})
+	in := store.Input{Customer: ptr("Ada Lovelace")}
+	h.n.Store(1)
+	o, err := st.CreateOnce(ctx, "k-1", "fp", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, o.ID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	again, err := st.CreateOnce(ctx, "k-1", "fp", in)
+	if store.ErrorCode(err) != store.ENOTFOUND {
+		t.Errorf("retry after the order was deleted: got %+v, %v; want not found (the delete undone otherwise)", again, err)
+	}
+}
+
+// TestAttackIdempotentRetryAfterCounterWentBack: the counter handing out a
+// used id again is a case the store defends against (commit 0d9dd6d). A
+// first request claimed id 1 and failed before writing; the counter went
+// back (a failover lost the INCR) and another client's plain create got
+// id 1. The retry then answers that other client's order as its own 201,
+// and its own order is never created.
+func TestAttackIdempotentRetryAfterCounterWentBack(t *testing.T) {
+	ctx := context.Background()
+	tg := testutil.Miniredis(t)
+	mr := tg.Client.(*redis.Client)
+	fe := &failExec{}
+	mr.AddHook(fe)
+	st := store.New(mr, store.Options{})
+	ada := store.Input{Customer: ptr("Ada Lovelace")}
+	fe.n.Store(1)
+	if _, err := st.CreateOnce(ctx, "k-1", "fp", ada); store.ErrorCode(err) != store.EUNAVAILABLE {
+		t.Fatalf("first try: %v", err)
+	}
+	must(t, mr.Set(ctx, "seq", "0", 0).Err())
+	alan, err := st.Create(ctx, store.Input{Customer: ptr("Alan Turing")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := st.CreateOnce(ctx, "k-1", "fp", ada)
+	if err != nil || o.Customer != "Ada Lovelace" {
+		t.Errorf("retry of Ada's create: got %+v, %v (Alan's order is %d); want Ada's order", o, err, alan.ID)
+	}
+}
+
+// TestAttackCreateOverwritesDamagedRecord: a create skips an id the
+// counter hands out twice "never overwritten" — but a damaged hash under
+// that id (a partial restore) reads as missing and is overwritten.
+func TestAttackCreateOverwritesDamagedRecord(t *testing.T) {
+	ctx := context.Background()
+	tg := testutil.Miniredis(t)
+	st := store.New(tg.Client, store.Options{})
+	must(t, tg.Client.HSet(ctx, "o:{1}", "v", "7", "s", "c", "ca", "1", "ua", "1", "0", "1 500 SKU Lamp").Err()) // no customer: damaged
+	o, err := st.Create(ctx, store.Input{Customer: ptr("Ada")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ID == 1 {
+		h, _ := tg.Client.HGetAll(ctx, "o:{1}").Result()
+		t.Errorf("create took id 1 over a damaged record; the hash is now %v", h)
 	}
 }

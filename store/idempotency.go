@@ -82,8 +82,12 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 		}
 		cur, err := s.Get(ctx, id)
 		switch {
-		case err == nil:
+		case err == nil && cur.idem == fingerprint:
 			return cur, nil
+		case err == nil:
+			// Another request's order holds the claimed id (the counter went
+			// back after a failover): createClaimed moves the claim.
+			return s.createClaimed(ctx, k, fingerprint, id, o)
 		case ErrorCode(err) != ENOTFOUND:
 			return nil, err
 		case state == "d":
@@ -97,10 +101,27 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 }
 
 func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int64, o Order) (*Order, error) {
+	o.idem = fingerprint
 	created, err := s.createAs(ctx, id, o)
 	if err == errIDTaken {
-		// A racing retry with this key made it first: that is the answer.
+		// A racing retry with this key made it first: that is the answer;
+		// unless the order has been deleted since (its id is a tombstone).
 		created, err = s.Get(ctx, id)
+		if ErrorCode(err) == ENOTFOUND {
+			return nil, Errorf(ENOTFOUND, "order %d, created with this Idempotency-Key, has since been deleted", id)
+		}
+		if err == nil && created.idem != fingerprint {
+			// Another request's order holds the claimed id (the counter went
+			// back after a failover): this key's order gets a fresh id.
+			newID, err := s.rdb.Incr(ctx, s.seqKey()).Result()
+			if err != nil {
+				return nil, wrap(err)
+			}
+			if err := s.rdb.SetArgs(ctx, k, fingerprint+" "+strconv.FormatInt(newID, 10)+" p", redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil {
+				return nil, wrap(err)
+			}
+			return s.createClaimed(ctx, k, fingerprint, newID, o)
+		}
 	}
 	if err != nil {
 		return nil, err

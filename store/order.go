@@ -100,6 +100,10 @@ type Order struct {
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+
+	// idem is the fingerprint of the Idempotency-Key request that created
+	// the order, if any: a retry checks the order it finds is its own.
+	idem string
 }
 
 // Summary is the List representation of an order: everything but its items.
@@ -266,7 +270,18 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 	}
 	if in.HasItems {
 		if frozen {
-			errs["items"] = "cannot change once an order is " + string(cur.Status)
+			// The same items again (a client PUTs back what it read) are
+			// no change; other items are refused.
+			items := make([]Item, 0, len(in.Items))
+			scratch := map[string]string{}
+			for _, it := range in.Items {
+				if item, ok := validateItem(it, scratch); ok {
+					items = append(items, item)
+				}
+			}
+			if len(scratch) > 0 || !sameItems(items, cur.Items) {
+				errs["items"] = "cannot change once an order is " + string(cur.Status)
+			}
 		} else if len(in.Items) > MaxItems {
 			errs["items"] = "at most " + strconv.Itoa(MaxItems) + " items"
 		} else {
@@ -289,8 +304,12 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
 	n := len(errs)
 	var item Item
-	item.SKU = strings.TrimSpace(it.SKU)
-	if !utf8.ValidString(item.SKU) || len(item.SKU) > MaxSKU || !skuRE.MatchString(item.SKU) {
+	sku, clean := cleanText(it.SKU) // a SKU of only invisible characters is no SKU
+	item.SKU = sku
+	switch {
+	case !clean:
+		errs[ItemKey(it.Index, "sku")] = msgBidi
+	case !utf8.ValidString(item.SKU) || len(item.SKU) > MaxSKU || !skuRE.MatchString(item.SKU):
 		errs[ItemKey(it.Index, "sku")] = "must be at most 64 letters, digits, '-', '_' or '.'"
 	}
 	name, clean := cleanText(it.Name)
@@ -380,4 +399,18 @@ func invisible(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// sameItems reports whether a and b hold the same items in the same order.
+func sameItems(a, b []Item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.SKU != y.SKU || x.Name != y.Name || x.Quantity != y.Quantity || x.UnitPrice != y.UnitPrice {
+			return false
+		}
+	}
+	return true
 }

@@ -67,6 +67,7 @@ const (
 	fVersion  = "v"
 	fCreated  = "ca"
 	fUpdated  = "ua"
+	fIdem     = "ik" // absent unless created with an Idempotency-Key
 )
 
 // defaultCurrency is the currency of an order hash without a cu field.
@@ -200,6 +201,9 @@ func orderArgs(args []any, o *Order) []any {
 	if o.Notes != "" {
 		args = append(args, fNotes, o.Notes)
 	}
+	if o.idem != "" {
+		args = append(args, fIdem, o.idem)
+	}
 	for i := range o.Items {
 		args = append(args, itemField(i), string(appendItem(nil, &o.Items[i])))
 	}
@@ -279,6 +283,7 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (Order, bool) {
 		Status:    Status(h[fStatus]),
 		Currency:  h[fCurrency],
 		Notes:     h[fNotes],
+		idem:      h[fIdem],
 		Version:   num(fVersion),
 		CreatedAt: time.Unix(num(fCreated), 0).UTC(),
 		UpdatedAt: time.Unix(num(fUpdated), 0).UTC(),
@@ -424,8 +429,8 @@ func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	return nil, &Error{Code: EINTERNAL, Message: "the id counter keeps handing out used ids; run orders -repair", Err: errIDTaken}
 }
 
-// errIDTaken is an *Error so the write path passes it through as it is.
-var errIDTaken error = &Error{Code: ECONFLICT, Message: "the id is taken"}
+// errIDTaken: the id is taken (see errRecordExists).
+var errIDTaken = errRecordExists
 
 // createAs stores o as the new order id, or answers errIDTaken when an
 // order has that id.
@@ -436,7 +441,7 @@ func (s *Store) createAs(ctx context.Context, id int64, o Order) (*Order, error)
 		if cur != nil {
 			return nil, errIDTaken
 		}
-		return &o, nil
+		return &o, nil // write refuses it too over a damaged hash or a tombstone
 	})
 	if err != nil {
 		return nil, err
@@ -488,16 +493,10 @@ func (s *Store) Update(ctx context.Context, id int64, in Input, ifMatch int64) (
 // times aside).
 func sameOrder(a, b *Order) bool {
 	if a.Customer != b.Customer || a.Email != b.Email || a.Status != b.Status ||
-		a.Currency != b.Currency || a.Notes != b.Notes || len(a.Items) != len(b.Items) {
+		a.Currency != b.Currency || a.Notes != b.Notes {
 		return false
 	}
-	for i := range a.Items {
-		x, y := a.Items[i], b.Items[i]
-		if x.SKU != y.SKU || x.Name != y.Name || x.Quantity != y.Quantity || x.UnitPrice != y.UnitPrice {
-			return false
-		}
-	}
-	return true
+	return sameItems(a.Items, b.Items)
 }
 
 // Delete removes order id, its items and its index entries. ifMatch, when

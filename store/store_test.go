@@ -373,14 +373,20 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		wantPage(t, "search id", f.list(t, store.Query{Q: fmt.Sprint(b.ID)}), 0)
 
 		// Nothing of the deleted orders is left: once all are gone, only the
-		// id counter remains.
+		// id counter remains, and a tombstone per deleted id that expires
+		// (so no retried create brings an order back).
 		for _, o := range []*store.Order{a, c} {
 			if err := f.s.Delete(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)
 			}
 		}
-		if k := f.keys(t); !slices.Equal(k, []string{"seq"}) {
-			t.Errorf("keys after deleting everything: got %q, want only seq", k)
+		if k := f.keys(t); !slices.Equal(k, []string{"o:{1}:gone", "o:{2}:gone", "o:{3}:gone", "seq"}) {
+			t.Errorf("keys after deleting everything: got %q, want only seq and three tombstones", k)
+		}
+		for _, id := range []string{"1", "2", "3"} {
+			if ttl := f.tg.Client.TTL(ctx, f.prefix+"o:{"+id+"}:gone").Val(); ttl < 24*time.Hour || ttl > 26*time.Hour {
+				t.Errorf("tombstone of order %s: TTL %v, want about 25 h", id, ttl)
+			}
 		}
 		// Ids are never reused.
 		if o := f.create(t, "Grace Hopper"); o.ID != 4 {

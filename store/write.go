@@ -2,10 +2,11 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,6 +100,7 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 
 func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
 	key := s.recordKey(k.name, id)
+	tomb := key + ":gone" // same hash tag, same slot
 	decode := func(h map[string]string) *T {
 		cur, ok := k.decode(id, h)
 		if !ok {
@@ -115,7 +117,13 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			before, after []ixEntry
 			field         string
 			planned       *T
+			intentAt      time.Time
 		)
+		if attempt > 0 {
+			// Another writer got in between: step aside a little, longer
+			// each time, so a hot record's writers do not retry in lockstep.
+			time.Sleep(time.Duration(1+rand.IntN(2*min(attempt, 10))) * time.Millisecond)
+		}
 		if s.cluster {
 			// The intent is written before the WATCH, from a plain read:
 			// writing it inside would need a second connection while the
@@ -136,19 +144,34 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			planned = cur
 			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
 			field = k.name + ":" + strconv.FormatInt(id, 10) + ":" + newToken()
+			intentAt = time.Now()
 			if err := s.recordIntent(ctx, field, before, after); err != nil {
 				// It may have been written: the reconciler drops it harmlessly.
 				return ch, wrap(err)
 			}
 		}
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HGetAll(ctx, key).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
+			var hc *redis.MapStringStringCmd
+			var gone *redis.IntCmd
+			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+				hc, gone = p.HGetAll(ctx, key), p.Exists(ctx, tomb)
+				return nil
+			}); err != nil && !errors.Is(err, redis.Nil) {
 				return err
 			}
+			h := hc.Val()
 			cur := decode(h)
-			if s.cluster && !sameVersion(k, planned, cur) {
-				return redis.TxFailedErr // changed since the intent was written: again
+			if s.cluster {
+				if !sameVersion(k, planned, cur) {
+					return redis.TxFailedErr // changed since the intent was written: again
+				}
+				if time.Since(intentAt) > reconcileAge/2 {
+					// The reconciler may take an intent over once it is
+					// reconcileAge old, fencing the record only then: a
+					// WATCH this late might come after its fence and its
+					// settle. A fresh intent, then.
+					return redis.TxFailedErr
+				}
 			}
 			next, err := fn(cur)
 			if err != nil {
@@ -157,6 +180,12 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			ch = Change[T]{Before: cur, After: next}
 			if next == cur {
 				return nil
+			}
+			if cur == nil && next != nil && (len(h) > 0 || gone.Val() > 0) {
+				// Ids are never reused: not over a damaged record, and not
+				// for a record deleted within tombstoneTTL (a retried create,
+				// a counter that went back).
+				return errRecordExists
 			}
 			if !s.cluster {
 				before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
@@ -167,6 +196,8 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				p.Del(ctx, key)
 				if next != nil {
 					p.HSet(ctx, key, k.encode(next)...)
+				} else {
+					p.Set(ctx, tomb, "1", tombstoneTTL)
 				}
 				if !s.cluster {
 					moveEntries(ctx, p, before, after)
@@ -197,7 +228,8 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 		}
 		return ch, nil
 	}
-	return Change[T]{}, unavailable(errors.New("too many concurrent writers"))
+	return Change[T]{}, &Error{Code: EUNAVAILABLE, Message: "too many people are changing this record at once; try again in a moment",
+		Err: errors.New("too many concurrent writers")}
 }
 
 // sameVersion reports whether a and b are the same state of a record: both
@@ -208,6 +240,16 @@ func sameVersion[T any](k *kind[T], a, b *T) bool {
 	}
 	return k.version(a) == k.version(b)
 }
+
+// tombstoneTTL is how long a deleted record's id is remembered (a
+// "<key>:gone" key in the record's slot), so that no create brings it
+// back: longer than an Idempotency-Key lives.
+const tombstoneTTL = IdempotencyTTL + time.Hour
+
+// errRecordExists is what a create under an id that is taken (by a record,
+// a damaged hash, or a recent delete) gets from write. An *Error, so the
+// write path passes it through as it is.
+var errRecordExists error = &Error{Code: ECONFLICT, Message: "the id is taken"}
 
 // moveEntries queues the index changes from before to after: entries only
 // before has go, entries after has are added (an unchanged entry is left
@@ -236,7 +278,7 @@ func hasEntry(es []ixEntry, e ixEntry) bool {
 
 func newToken() string {
 	var b [6]byte
-	_, _ = rand.Read(b[:])
+	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -265,13 +307,12 @@ func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		cur, ok := k.decode(id, h)
-		var (
-			want    []ixEntry
-			version int64
-		)
-		if ok {
-			want, version = k.entries(s, cur), k.version(cur)
+		// The raw version field, not the decoded one: a damaged record
+		// (no entries wanted) still has a version to compare.
+		version := h[k.versionField]
+		var want []ixEntry
+		if cur, ok := k.decode(id, h); ok {
+			want = k.entries(s, cur)
 		}
 		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, e := range stale {
@@ -287,7 +328,7 @@ func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []
 		if err != nil {
 			return err
 		}
-		v, err := s.rdb.HGet(ctx, key, k.versionField).Int64()
+		v, err := s.rdb.HGet(ctx, key, k.versionField).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
