@@ -284,6 +284,7 @@ func TestChaos(t *testing.T) {
 	d := chaosDuration()
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {
+			began := time.Now()
 			var redisArg string
 			if target == "redis" {
 				redisArg = startRedis(t, 0).url()
@@ -296,7 +297,8 @@ func TestChaos(t *testing.T) {
 			time.Sleep(5 * time.Second) // the repair window (CONTRACT §8)
 			start := time.Now()
 			v := checkInvariants(t, bases[0], a)
-			reportChaos(t, target, 16, d, a, v, fmt.Sprintf(", checked in %v", time.Since(start).Round(100*time.Millisecond)))
+			reportChaos(t, target, 16, d, a, v, fmt.Sprintf(", checked in %v, the whole test took %v",
+				time.Since(start).Round(100*time.Millisecond), time.Since(began).Round(time.Second)))
 		})
 	}
 }
@@ -314,6 +316,7 @@ func TestChaosWithFaults(t *testing.T) {
 	d := chaosDuration()
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {
+			began := time.Now()
 			var (
 				redisArg string
 				nodes    []*redisServer
@@ -380,8 +383,8 @@ func TestChaosWithFaults(t *testing.T) {
 			time.Sleep(5 * time.Second) // the repair window (CONTRACT §8)
 			start := time.Now()
 			v := checkInvariants(t, steady.base, a)
-			extra := fmt.Sprintf(", %d app kills, %d Redis pauses, checked in %v", kills.Load(), pauses.Load(),
-				time.Since(start).Round(100*time.Millisecond))
+			extra := fmt.Sprintf(", %d app kills, %d Redis pauses, checked in %v, the whole test took %v", kills.Load(), pauses.Load(),
+				time.Since(start).Round(100*time.Millisecond), time.Since(began).Round(time.Second))
 			reportChaos(t, target+" with faults", 16, d, a, v, extra)
 		})
 	}
