@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -34,12 +35,17 @@ type Config struct {
 	// AuthUser and AuthPassword, when both are set, turn on HTTP basic auth
 	// for everything but /healthz and /readyz.
 	AuthUser, AuthPassword string
-	// AllowedHosts are the names the server answers to besides IP
-	// literals and localhost (which always pass); any other Host gets 421
-	// (DNS rebinding, CONTRACT §8).
+	// AllowedHosts are the host names (no port) the server answers to
+	// besides IP literals, localhost and *.localhost, which always pass: a
+	// DNS-rebinding page needs a name of its own. Any other Host gets 421
+	// before any work (CONTRACT §8). Empty means IP literals and localhost
+	// only: a default install on 127.0.0.1 answers to nothing a page on
+	// another site can point its name at. main.go adds the -addr host when
+	// it is a name.
 	AllowedHosts []string
-	// TrustedProxies are the addresses or CIDR ranges whose X-Forwarded-*
-	// headers are believed; from anyone else they are ignored.
+	// TrustedProxies are the IP addresses or CIDR ranges whose
+	// X-Forwarded-Proto, -Host and -For are believed. Empty means nobody's:
+	// from a client not named here those headers change nothing.
 	TrustedProxies []string
 }
 
@@ -55,6 +61,9 @@ func New(cfg Config) (*fiber.App, error) {
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 1500 * time.Millisecond
+	}
+	if err := checkNetConfig(cfg.AllowedHosts, cfg.TrustedProxies); err != nil {
+		return nil, err
 	}
 	engine, err := newViews(cfg.Views, funcs, []string{layoutPage, layoutBare})
 	if err != nil {
@@ -85,7 +94,7 @@ func New(cfg Config) (*fiber.App, error) {
 
 		// X-Forwarded-Proto, -Host and -For only from the proxies named.
 		EnableTrustedProxyCheck: true,
-		TrustedProxies:          cfg.TrustedProxies,
+		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
 
 	app.Use(h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
@@ -120,6 +129,41 @@ func New(cfg Config) (*fiber.App, error) {
 		Views:  map[string]fiber.Handler{"inquiry": o.inquiry},
 	})
 	return app, nil
+}
+
+// checkNetConfig refuses host names and proxy addresses that could never
+// match (Fiber would silently ignore them): a host with a port or a path, a
+// proxy that is not an IP address or CIDR range.
+func checkNetConfig(hosts, proxies []string) error {
+	for _, h := range hosts {
+		if h = strings.TrimSpace(h); net.ParseIP(strings.Trim(h, "[]")) != nil {
+			continue // IP literals always pass
+		}
+		if h == "" || strings.ContainsAny(h, ":/ @[]") {
+			return fmt.Errorf("allowed host %q: give a host name without scheme, port or path, like orders.example.com", h)
+		}
+	}
+	for _, p := range proxies {
+		p = strings.TrimSpace(p)
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			return fmt.Errorf("trusted proxy %q: give an IP address or a CIDR range, like 10.0.0.0/8", p)
+		}
+	}
+	return nil
+}
+
+// proxyList writes each proxy address the way Fiber compares it with the
+// client's: trimmed, an IP address in its canonical form ("::1", not
+// "0:0::1").
+func proxyList(list []string) []string {
+	out := make([]string, len(list))
+	for i, v := range list {
+		out[i] = strings.TrimSpace(v)
+		if ip := net.ParseIP(out[i]); ip != nil {
+			out[i] = ip.String()
+		}
+	}
+	return out
 }
 
 // resource is the set of handlers of one resource (spec rule 5).

@@ -28,7 +28,9 @@ func badRequest(format string, args ...any) error {
 func decodeInput(c *fiber.Ctx) (store.Input, error) {
 	switch mediaType(c.Get(fiber.HeaderContentType)) {
 	case fiber.MIMEApplicationJSON:
-		return decodeJSON(c.Body())
+		// The raw body: c.Body() would inflate a Content-Encoding
+		// (checkFraming refuses those first).
+		return decodeJSON(c.Request().Body())
 	case fiber.MIMEApplicationForm:
 		var kv [][2]string
 		c.Request().PostArgs().VisitAll(func(k, v []byte) {

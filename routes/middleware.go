@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -62,9 +61,7 @@ func (h *handlers) logRequests(c *fiber.Ctx) error {
 	if err != nil {
 		// The error handler writes the response; run it now so the line
 		// below logs the status the client gets.
-		if herr := c.App().ErrorHandler(c, err); herr != nil {
-			_ = c.SendStatus(fiber.StatusInternalServerError)
-		}
+		h.handleError(c, err)
 	}
 	h.log.Info("request",
 		"method", c.Method(),
@@ -73,6 +70,23 @@ func (h *handlers) logRequests(c *fiber.Ctx) error {
 		"ms", time.Since(start).Milliseconds(),
 		"request_id", requestIDOf(c))
 	return nil
+}
+
+// handleError runs the error handler; should that fail or panic too (a
+// template that cannot render), the answer is a plain 500 with the request
+// id, and the process keeps serving.
+func (h *handlers) handleError(c *fiber.Ctx, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("panic in the error handler", "value", fmt.Sprint(r), "err", err, "request_id", requestIDOf(c), "stack", string(debug.Stack()))
+			c.Response().ResetBody()
+			c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+			_ = c.Status(fiber.StatusInternalServerError).SendString("something went wrong on our side; request id " + requestIDOf(c) + "\n")
+		}
+	}()
+	if herr := c.App().ErrorHandler(c, err); herr != nil {
+		_ = c.SendStatus(fiber.StatusInternalServerError)
+	}
 }
 
 func unsafeMethod(m string) bool {
@@ -98,7 +112,8 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 			return fiber.NewError(fiber.StatusForbidden, "cross-origin writes are refused")
 		}
 	}
-	if len(c.Body()) > MaxBody {
+	// The raw body: c.Body() would inflate a Content-Encoding.
+	if len(c.Request().Body()) > MaxBody {
 		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
 	}
 	return c.Next()
@@ -176,10 +191,15 @@ func basicAuth(user, password string) fiber.Handler {
 func (h *handlers) recoverPanics(c *fiber.Ctx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if r == http.ErrAbortHandler {
-				panic(r)
-			}
 			h.log.Error("panic", "value", fmt.Sprint(r), "path", c.Path(), "request_id", requestIDOf(c), "stack", string(debug.Stack()))
+			// What the handler set before it panicked does not belong to
+			// the 500: a validator, a redirect, a cookie (clearing a notice
+			// the person never saw), htmx instructions, a half body.
+			for _, k := range []string{fiber.HeaderETag, fiber.HeaderLocation, fiber.HeaderSetCookie, fiber.HeaderCacheControl,
+				"HX-Push-Url", "HX-Location", "HX-Redirect", "HX-Trigger", "HX-Reswap", "HX-Retarget"} {
+				c.Response().Header.Del(k)
+			}
+			c.Response().ResetBody()
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
@@ -210,23 +230,53 @@ func checkHost(allowed []string) fiber.Handler {
 	}
 }
 
-// checkFraming refuses requests whose length is ambiguous: two
-// Content-Length headers (fasthttp uses the last one, a proxy in front may
-// use the first: request smuggling), and request bodies with a
-// Content-Encoding, which Fiber would inflate without a limit (CONTRACT §8).
+// checkFraming refuses requests whose framing is ambiguous, before any
+// body is read (CONTRACT §8):
+//   - two Content-Length headers, Content-Length beside Transfer-Encoding,
+//     or a Transfer-Encoding other than one "chunked": fasthttp believes
+//     the last length, or takes any coding for chunked, while a proxy in
+//     front may believe another; the bytes one of them takes for a body
+//     the other runs as a request of its own (request smuggling). The
+//     connection is closed after the 400, so nothing that followed on it is
+//     ever read as a request.
+//   - a Content-Encoding other than identity, on any of its header lines:
+//     Fiber's c.Body() inflates gzip, deflate and br without a limit, and
+//     reads the last Content-Encoding line where c.Get reads the first.
+//
+// The raw header lines are read: fasthttp keeps one Content-Length however
+// many were sent, and rewrites Transfer-Encoding to "chunked".
 func checkFraming(c *fiber.Ctx) error {
-	if n := countHeader(c.Request().Header.RawHeaders(), "content-length"); n > 1 {
-		return fiber.NewError(fiber.StatusBadRequest, "a request may carry one Content-Length")
+	lengths, transfers, encoded := 0, 0, false
+	visitRawHeaders(c.Request().Header.RawHeaders(), func(k, v []byte) {
+		switch {
+		case bytes.EqualFold(k, []byte(fiber.HeaderContentLength)):
+			lengths++
+		case bytes.EqualFold(k, []byte(fiber.HeaderTransferEncoding)):
+			transfers++
+			if !bytes.EqualFold(v, []byte("chunked")) {
+				transfers++ // a list of codings, or one fasthttp does not decode
+			}
+		case bytes.EqualFold(k, []byte(fiber.HeaderContentEncoding)):
+			for _, coding := range bytes.Split(v, []byte{','}) {
+				if coding = bytes.TrimSpace(coding); len(coding) > 0 && !bytes.EqualFold(coding, []byte("identity")) {
+					encoded = true
+				}
+			}
+		}
+	})
+	if lengths > 1 || transfers > 1 || lengths > 0 && transfers > 0 {
+		c.Context().SetConnectionClose()
+		return fiber.NewError(fiber.StatusBadRequest, "a request carries one Content-Length or one Transfer-Encoding: chunked, not more, not both")
 	}
-	if ce := strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)); ce != "" && !strings.EqualFold(ce, "identity") {
+	if encoded {
 		return fiber.NewError(fiber.StatusUnsupportedMediaType, "compressed request bodies are not accepted; send the body without Content-Encoding")
 	}
 	return c.Next()
 }
 
-// countHeader counts the header lines named name (lower case) in raw.
-func countHeader(raw []byte, name string) int {
-	n := 0
+// visitRawHeaders calls fn with the trimmed name and value of each raw
+// request header line.
+func visitRawHeaders(raw []byte, fn func(k, v []byte)) {
 	for len(raw) > 0 {
 		line := raw
 		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
@@ -234,9 +284,8 @@ func countHeader(raw []byte, name string) int {
 		} else {
 			raw = nil
 		}
-		if k, _, ok := bytes.Cut(line, []byte{':'}); ok && strings.EqualFold(strings.TrimSpace(string(k)), name) {
-			n++
+		if k, v, ok := bytes.Cut(line, []byte{':'}); ok {
+			fn(bytes.TrimSpace(k), bytes.TrimSpace(v))
 		}
 	}
-	return n
 }

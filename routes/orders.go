@@ -477,7 +477,7 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 	// A delete may carry the version the person saw: in a body (a plain
 	// form's _method=DELETE, or JSON) or in the query (htmx sends none).
 	var version int64
-	if len(c.Body()) > 0 {
+	if len(c.Request().Body()) > 0 {
 		in, err := decodeInput(c)
 		if err != nil {
 			return err

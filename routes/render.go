@@ -180,6 +180,8 @@ func takeFlash(c *fiber.Ctx) string {
 	// Cleared with the Path it was set with, or the browser keeps it.
 	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1,
 		Expires: time.Unix(0, 0), HTTPOnly: true, SameSite: "Lax"})
+	// A one-time notice is never kept: no cache replays it.
+	c.Set(fiber.HeaderCacheControl, "no-store")
 	msg, err := url.QueryUnescape(v)
 	if err != nil || len(msg) > 200 {
 		return ""
