@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestHostsAndProxiesFlags: -hosts / ALLOWED_HOSTS and -trusted-proxies /
+// TRUSTED_PROXIES are read like every flag (the flag wins), the -addr host
+// is a name the server answers to, the running program answers 421 to any
+// other name (DNS rebinding, CONTRACT §8), and an entry that could never
+// match stops the start instead of being ignored.
+func TestHostsAndProxiesFlags(t *testing.T) {
+	env := map[string]string{"ALLOWED_HOSTS": "a.example, b.example", "TRUSTED_PROXIES": "10.0.0.1,10.1.0.0/16"}
+	getenv := func(k string) string { return env[k] }
+	c, err := parseConfig([]string{"-addr", "orders.internal:3000", "-hosts", "c.example,,"}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c.example", "orders.internal"}; !slices.Equal(c.hosts, want) {
+		t.Errorf("hosts = %q, want %q (the -hosts flag over ALLOWED_HOSTS, and the -addr name)", c.hosts, want)
+	}
+	if want := []string{"10.0.0.1", "10.1.0.0/16"}; !slices.Equal(c.trustedProxies, want) {
+		t.Errorf("trusted proxies = %q, want %q from TRUSTED_PROXIES", c.trustedProxies, want)
+	}
+
+	base, stop := startRun(t, "-data", "", "-hosts", "orders.test")
+	defer stop()
+	for host, want := range map[string]int{"orders.test": 200, "ORDERS.TEST": 200, "localhost": 200, "r.evil.test": 421} {
+		req, _ := http.NewRequest("GET", base+"/orders", nil)
+		req.Host = host
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /orders with Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+
+	for _, args := range [][]string{{"-trusted-proxies", "proxy.internal"}, {"-hosts", "orders.test:443"}} {
+		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0", "-data", ""}, args...),
+			func(string) string { return "" }, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), strings.Split(args[1], ":")[0]) {
+			t.Errorf("run %q: error %v, want one naming the entry", args, err)
+		}
+	}
+}
