@@ -367,7 +367,7 @@ func fingerprint(c *fiber.Ctx) string {
 	h := sha256.New()
 	h.Write([]byte(mediaType(c.Get(fiber.HeaderContentType))))
 	h.Write([]byte{0})
-	h.Write(c.Body())
+	h.Write(c.Request().Body()) // raw: never inflated
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
