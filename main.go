@@ -54,6 +54,9 @@ type config struct {
 	// hosts the server answers to besides IP literals and localhost, and
 	// proxies whose X-Forwarded-* headers are trusted.
 	hosts, trustedProxies []string
+	// snapshotEvery: the embedded store's snapshot interval; 0 is its
+	// default (2 s). Only ORDERS_SNAPSHOT_INTERVAL sets it (for tests).
+	snapshotEvery time.Duration
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -87,6 +90,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.seed < 0 {
 		return c, errors.New("-seed must not be negative")
+	}
+	if v := getenv("ORDERS_SNAPSHOT_INTERVAL"); v != "" {
+		if c.snapshotEvery, err = time.ParseDuration(v); err != nil || c.snapshotEvery <= 0 {
+			return c, fmt.Errorf("ORDERS_SNAPSHOT_INTERVAL must be a positive duration such as 500ms, not %q", v)
+		}
 	}
 	return c, nil
 }
@@ -236,7 +244,7 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 	case cfg.redis == "":
 		o := &redis.Options{}
 		base(o)
-		e, err := store.OpenEmbedded(store.EmbeddedOptions{Path: cfg.data, Log: log, Stderr: stderr}, o)
+		e, err := store.OpenEmbedded(store.EmbeddedOptions{Path: cfg.data, Interval: cfg.snapshotEvery, Log: log, Stderr: stderr}, o)
 		if err != nil {
 			return nil, false, nil, nil, err
 		}

@@ -97,7 +97,7 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 	if err := e.Snapshot(); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(e.lastPause.Load())/1e6, "full-pause-ms")
+	full := time.Duration(e.lastPause.Load())
 	stop := make(chan struct{})
 	for w := range 8 {
 		go func() {
@@ -127,4 +127,5 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N)/1e6, "pause-ms")
 	b.ReportMetric(float64(worst)/1e6, "worst-pause-ms")
+	b.ReportMetric(float64(full)/1e6, "full-pause-ms") // after ResetTimer, which drops metrics
 }
