@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/filesystem"
 
 	"orders/store"
 )
@@ -24,7 +23,9 @@ type Config struct {
 	// Store holds the orders.
 	Store *store.Store
 	// Views holds layouts/ and partials/; Public holds public/ (the static
-	// files, served under /public/). main.go embeds both into the binary.
+	// files, read, hashed and compressed once in New and served under
+	// /public/ by content-hashed names: assets.go). main.go embeds both into
+	// the binary.
 	Views  fs.FS
 	Public fs.FS
 	// Logger receives one line per request; slog.Default() when nil.
@@ -65,7 +66,15 @@ func New(cfg Config) (*fiber.App, error) {
 	if err := checkNetConfig(cfg.AllowedHosts, cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
-	engine, err := newViews(cfg.Views, funcs, []string{layoutPage, layoutBare})
+	static, err := loadAssets(cfg.Public)
+	if err != nil {
+		return nil, err
+	}
+	fm := template.FuncMap{"asset": static.url}
+	for k, f := range funcs {
+		fm[k] = f
+	}
+	engine, err := newViews(cfg.Views, fm, []string{layoutPage, layoutBare})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +106,8 @@ func New(cfg Config) (*fiber.App, error) {
 		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
 
-	app.Use(h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
+	// compress comes first: it sees every response as sent, errors included.
+	app.Use(compress, h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
 		app.Use(basicAuth(cfg.AuthUser, cfg.AuthPassword))
 	}
@@ -108,10 +118,7 @@ func New(cfg Config) (*fiber.App, error) {
 		c.SetUserContext(ctx)
 		return c.Next()
 	})
-	app.Use("/public", filesystem.New(filesystem.Config{
-		Root:   http.FS(cfg.Public),
-		MaxAge: 3600,
-	}))
+	app.Get("/public/*", static.serve)
 	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/readyz", h.ready)

@@ -193,7 +193,7 @@ func TestPageLayout(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		r := a.get(t, "/orders", hPage).wantStatus(t, http.StatusOK)
 		r.wantContains(t, `href="/orders"`, `href="/orders/inquiry"`, `href="/orders/new"`,
-			`role="status"`, `aria-live="polite"`, `src="/public/js/htmx.min.js"`, `rel="icon"`)
+			`role="status"`, `aria-live="polite"`, `src="/public/js/htmx.min.`, `rel="icon"`)
 		// No inline script or style (strict CSP, CONTRACT §7).
 		r.wantLacks(t, "<script>", "<style", " style=", " hx-on", "onclick=")
 		csp := r.header.Get("Content-Security-Policy")
