@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,10 +110,14 @@ func (q *Query) Normalize() {
 	}
 }
 
-// List returns one page of orders in two pipelined round trips, whatever
-// the page size: the first reads the index range and its count, the second
-// reads the orders (each one hash, items included; only the Inquiry keeps
-// the items).
+// List returns one page of orders (CONTRACT §4). Without a search, the
+// page is a range of the sort's index (for the created sort, a score range
+// when dates are given): O(log N + page), in two or three pipelined round
+// trips whatever the page size. One search term is a range of the term
+// index (search.go), also O(log N + page) with an exact total. Several
+// terms, and a search or a date range combined with another filter or
+// sort, examine at most MaxCandidates orders (Page.TotalIsLowerBound says
+// when it stopped early).
 func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	q.Normalize()
 	out := Page{Page: q.Page, PerPage: q.PerPage, Orders: []Order{}}
@@ -120,190 +126,354 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 		// Far past any end, without overflow: empty, with the total counted.
 		offset = 1 << 40
 	}
-	count := int64(q.PerPage)
-
-	var (
-		rangeCmd *redis.StringSliceCmd
-		totalCmd *redis.IntCmd
-		exact    int64 // an order id named by a digits query
-		exactO   *redis.MapStringStringCmd
-		shift    int64 // name results skipped for the exact match
-	)
-	if id, ok := ParseID(q.Q); ok {
-		exact = id
-		// The exact match, if it exists, takes the first place of page 1,
-		// so the name results start one earlier; one extra is fetched and
-		// dropped when there is no exact match.
-		shift = 1
+	keep := q.filter()
+	terms := queryTerms(q.Q)
+	dated := !q.From.IsZero() || !q.To.IsZero()
+	switch {
+	case len(terms) == 0 && (!dated || q.Sort.Field() == "created"):
+		return out, s.listSorted(ctx, q, offset, keep, &out)
+	case len(terms) == 0:
+		// A date range with another sort: that sort's index, filtered.
+		ids, more, err := s.sortedCandidates(ctx, q)
+		if err != nil {
+			return out, err
+		}
+		return out, s.listExamined(ctx, q, ids, more, keep, &out)
+	case len(terms) == 1 && q.Status == "" && !dated && len(terms[0]) <= dupDepth:
+		out.MatchOrder = true
+		return out, s.searchOne(ctx, q, terms[0], offset, &out)
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if q.Q == "" {
-			key := s.idIndex(q.Status)
-			rangeCmd = p.ZRevRange(ctx, key, offset, offset+count-1)
-			totalCmd = p.ZCard(ctx, key)
+	out.MatchOrder = true
+	driver := 0
+	if len(terms) > 1 {
+		counts, err := s.termCounts(ctx, terms)
+		if err != nil {
+			return out, err
+		}
+		for i := range terms {
+			if counts[i] < counts[driver] {
+				driver = i
+			}
+		}
+	}
+	ids, more, err := s.termCandidates(ctx, terms[driver])
+	if err != nil {
+		return out, err
+	}
+	if id, ok := ParseID(terms[driver]); ok {
+		// The order the digits name comes first.
+		ids = append([]int64{id}, slices.DeleteFunc(ids, func(x int64) bool { return x == id })...)
+	}
+	all := func(o *Order) bool {
+		if !keep(o) {
+			return false
+		}
+		ts := orderTerms(o)
+		for _, t := range terms {
+			if !matchesTerm(o, ts, t) {
+				return false
+			}
+		}
+		return true
+	}
+	return out, s.listExamined(ctx, q, ids, more, all, &out)
+}
+
+// filter is the status and date part of the query, checked on every order
+// read (an index entry may lag its order for a moment on a Cluster).
+func (q Query) filter() func(o *Order) bool {
+	lo, hi := dayScores(q.From, q.To)
+	return func(o *Order) bool {
+		if q.Status != "" && o.Status != q.Status {
+			return false
+		}
+		c := timeScore(o.CreatedAt, o.ID)
+		return c >= lo && c <= hi
+	}
+}
+
+// sortIndex is the index of a sort in a status ("" for all): a score index
+// with decimal ids as members, or (customer) the lexicographic name index.
+func (s *Store) sortIndex(sort Sort, st Status) (key string, lex bool) {
+	switch sort.Field() {
+	case "customer":
+		return s.nameIndex(st), true
+	case "updated":
+		return s.updatedIndex(st), false
+	case "total":
+		return s.totalIndex(st), false
+	}
+	return s.idIndex(st), false
+}
+
+// listSorted reads one page of a sort's index by rank, and for the created
+// sort with dates, by rank within the dates' score range.
+func (s *Store) listSorted(ctx context.Context, q Query, offset int64, keep func(*Order) bool, out *Page) error {
+	key, lex := s.sortIndex(q.Sort, q.Status)
+	desc := q.Sort.Desc()
+	count := int64(q.PerPage)
+	var base int64 // the rank the range starts at
+	var totalCmd *redis.IntCmd
+	if !q.From.IsZero() || !q.To.IsZero() {
+		lo, hi := dayScores(q.From, q.To)
+		var before *redis.IntCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			totalCmd = p.ZCount(ctx, key, scoreArg(lo, false), scoreArg(hi, false))
+			if desc {
+				before = p.ZCount(ctx, key, scoreArg(hi, true), "+inf")
+			} else {
+				before = p.ZCount(ctx, key, "-inf", scoreArg(lo, true))
+			}
+			return nil
+		})
+		if err != nil {
+			return wrap(err)
+		}
+		base = before.Val()
+		out.Total = totalCmd.Val()
+		if offset >= out.Total {
 			return nil
 		}
-		key := s.nameIndex(q.Status)
-		prefix := foldName(q.Q)
-		lo, hi := "["+prefix, "("+prefix+"\xff"
-		start := max(offset-shift, 0)
-		n := count
-		if shift == 1 && offset > 0 {
-			n++
+		count = min(count, out.Total-offset)
+	}
+	var rangeCmd *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		start := base + offset
+		if desc {
+			rangeCmd = p.ZRevRange(ctx, key, start, start+count-1)
+		} else {
+			rangeCmd = p.ZRange(ctx, key, start, start+count-1)
 		}
-		rangeCmd = p.ZRangeByLex(ctx, key, &redis.ZRangeBy{Min: lo, Max: hi, Offset: start, Count: n})
-		totalCmd = p.ZLexCount(ctx, key, lo, hi)
-		if exact != 0 {
-			exactO = p.HGetAll(ctx, s.orderKey(exact))
+		if totalCmd == nil {
+			totalCmd = p.ZCard(ctx, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap(err)
+	}
+	if out.Total == 0 {
+		out.Total = totalCmd.Val()
+	}
+	ids := make([]int64, 0, len(rangeCmd.Val()))
+	var lexMembers []string
+	for _, m := range rangeCmd.Val() {
+		var id int64
+		var ok bool
+		if lex {
+			id, ok = memberID(m)
+			lexMembers = append(lexMembers, m)
+		} else {
+			id, ok = ParseID(m)
+		}
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	out.Orders, err = s.loadMany(ctx, ids, lexMembers, q.Items, keep)
+	return err
+}
+
+// scoreArg writes a score bound for ZCOUNT, exclusive when open is set.
+func scoreArg(f float64, open bool) string {
+	var v string
+	switch {
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsInf(f, 1):
+		return "+inf"
+	default:
+		v = strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	if open {
+		return "(" + v
+	}
+	return v
+}
+
+// searchOne answers one term of at most dupDepth bytes with no filter: an
+// exact total and a page in match order, O(log N + page), in two round
+// trips. A term of digits also names an order by id: when it exists it
+// comes first, and the term's other matches follow (without it).
+func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, out *Page) error {
+	count := int64(q.PerPage)
+	exact, digits := ParseID(t)
+	// With digits, the page is read from one earlier and one longer, so that
+	// whatever the order the digits name turns out to be, the page is in it.
+	off, n := offset, count
+	if digits && offset > 0 {
+		off, n = offset-1, count+1
+	}
+	var (
+		script *redis.Cmd
+		exactH *redis.MapStringStringCmd
+	)
+	lo, hi := lexRange(t)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		script = pageScript.Eval(ctx, p, []string{s.termIndex(), s.dupIndex(len(t))}, lo, hi, off, n)
+		if digits {
+			exactH = p.HGetAll(ctx, s.orderKey(exact))
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return out, wrap(err)
+		return wrap(err)
 	}
-	out.Total = totalCmd.Val()
-
-	var ids []int64
-	var members map[int64]string // name-index entries, by id
-	if q.Q == "" {
-		for _, m := range rangeCmd.Val() {
-			if id, err := strconv.ParseInt(m, 10, 64); err == nil {
-				ids = append(ids, id)
-			}
-		}
-	} else {
-		names := rangeCmd.Val()
-		hasExact := false
-		exactMember := "" // the exact match's own name entry, when its name matches too
-		if exact != 0 {
-			if o, ok := decodeOrder(exact, exactO.Val(), false); ok && (q.Status == "" || o.Status == q.Status) {
-				hasExact = true
-				if strings.HasPrefix(foldName(o.Customer), foldName(q.Q)) {
-					// Already counted by ZLEXCOUNT; listed once, first.
-					exactMember = nameMember(o.Customer, exact)
-				} else {
-					out.Total++
-				}
-			}
-		}
-		if hasExact && exactMember != "" {
-			if offset > 0 && len(names) > 0 && names[0] > exactMember {
-				names = names[1:] // its entry lies before this page: all shift by one
-			}
-			for i, m := range names {
-				if m == exactMember {
-					names = append(names[:i:i], names[i+1:]...)
+	total, members, err := scriptPage(script)
+	if err != nil {
+		return err
+	}
+	var pinned *Order
+	pinnedM := "" // pinned's first entry among the term's matches
+	if digits {
+		if o, ok := decodeOrder(exact, exactH.Val(), true); ok {
+			pinned = &o
+			for _, ot := range orderTerms(pinned) {
+				if strings.HasPrefix(ot, t) {
+					pinnedM = termMember(ot, exact)
 					break
 				}
 			}
 		}
-		switch {
-		case hasExact && offset == 0:
-			ids = append(ids, exact)
-			if int64(len(names)) > count-1 {
-				names = names[:count-1]
-			}
-		case !hasExact && shift == 1 && offset > 0 && len(names) > 0:
-			names = names[1:] // the extra one fetched for a missing exact match
+	}
+	// The list is [pinned] + (the matches without pinned).
+	switch {
+	case pinned == nil && digits && offset > 0:
+		members = members[min(1, len(members)):] // the one read before
+	case pinned != nil && pinnedM == "":
+		total++ // counted here, not by the index
+	case pinned != nil:
+		if offset > 0 && len(members) > 0 && pinnedM < members[0] {
+			members = members[1:] // pinned lies before this page
 		}
-		if int64(len(names)) > count {
-			names = names[:count]
-		}
-		members = make(map[int64]string, len(names))
-		for _, m := range names {
-			if id, ok := memberID(m); ok && !(hasExact && id == exact) {
-				ids = append(ids, id)
-				members[id] = m
-			}
+		members = slices.DeleteFunc(members, func(m string) bool { return m == pinnedM })
+	}
+	want := count
+	if pinned != nil && offset == 0 {
+		want--
+	}
+	members = members[:min(int64(len(members)), want)]
+	out.Total = total
+	ids := make([]int64, 0, len(members))
+	for _, m := range members {
+		if id, ok := memberID(m); ok {
+			ids = append(ids, id)
 		}
 	}
-	orders, err := s.loadMany(ctx, ids, members, q)
+	stillMatches := func(o *Order) bool { return hasTermPrefix(orderTerms(o), t) }
+	orders, err := s.loadMany(ctx, ids, members, true, stillMatches)
 	if err != nil {
-		return out, err
+		return err
+	}
+	if pinned != nil && offset == 0 {
+		orders = append([]Order{*pinned}, orders...)
+	}
+	if !q.Items {
+		for i := range orders {
+			orders[i].Items = nil
+		}
 	}
 	out.Orders = orders
-	return out, nil
+	return nil
+}
+
+// sortedCandidates returns up to MaxCandidates ids in the query's sort (in
+// its status), and whether there are more: one round trip.
+func (s *Store) sortedCandidates(ctx context.Context, q Query) ([]int64, bool, error) {
+	key, lex := s.sortIndex(q.Sort, q.Status)
+	var ms *redis.StringSliceCmd
+	var card *redis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if q.Sort.Desc() {
+			ms = p.ZRevRange(ctx, key, 0, MaxCandidates-1)
+		} else {
+			ms = p.ZRange(ctx, key, 0, MaxCandidates-1)
+		}
+		card = p.ZCard(ctx, key)
+		return nil
+	})
+	if err != nil {
+		return nil, false, wrap(err)
+	}
+	ids := make([]int64, 0, len(ms.Val()))
+	for _, m := range ms.Val() {
+		var id int64
+		var ok bool
+		if lex {
+			id, ok = memberID(m)
+		} else {
+			id, ok = ParseID(m)
+		}
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, card.Val() > int64(len(ms.Val())), nil
+}
+
+// listExamined fills out with the candidates ids keep accepts.
+func (s *Store) listExamined(ctx context.Context, q Query, ids []int64, more bool, keep func(*Order) bool, out *Page) error {
+	orders, total, lower, err := s.examine(ctx, q, ids, more, keep)
+	if err != nil {
+		return err
+	}
+	out.Orders, out.Total, out.TotalIsLowerBound = orders, total, lower
+	return nil
 }
 
 // loadMany reads the given orders in one pipelined round trip, skipping
-// (and repairing) index entries whose order is gone or no longer matches.
-// members holds the name-index entries the ids came from, if they did.
-func (s *Store) loadMany(ctx context.Context, ids []int64, members map[int64]string, q Query) ([]Order, error) {
+// (and repairing) index entries whose order is gone, and orders keep
+// refuses (an entry that lags its order). lexMembers are the name- or
+// term-index members the ids came from, if they did, for the repair.
+func (s *Store) loadMany(ctx context.Context, ids []int64, lexMembers []string, items bool, keep func(*Order) bool) ([]Order, error) {
 	orders := make([]Order, 0, len(ids))
 	if len(ids) == 0 {
 		return orders, nil
 	}
-	ocs := make([]*redis.MapStringStringCmd, len(ids))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			ocs[i] = p.HGetAll(ctx, s.orderKey(id))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, wrap(err)
+	got, err := s.loadOrders(ctx, ids, items)
+	if err != nil {
+		return nil, err
 	}
 	var missing []int64
-	prefix := foldName(q.Q)
-	for i, id := range ids {
-		o, ok := decodeOrder(id, ocs[i].Val(), q.Items)
-		if !ok {
-			if h := ocs[i].Val(); len(h) > 0 {
-				s.damaged(s.orderKey(id), h)
-			}
-			missing = append(missing, id)
+	for i, o := range got {
+		if o == nil {
+			missing = append(missing, ids[i])
 			continue
 		}
-		// On a Cluster an index entry may lag its order for a moment.
-		if q.Status != "" && o.Status != q.Status {
-			continue
+		if keep(o) {
+			orders = append(orders, *o)
 		}
-		if prefix != "" && id != q.exactID() && !strings.HasPrefix(foldName(o.Customer), prefix) {
-			continue
-		}
-		orders = append(orders, o)
 	}
 	if len(missing) > 0 {
-		stale := make([]string, 0, len(missing))
-		for _, id := range missing {
-			if m, ok := members[id]; ok {
-				stale = append(stale, m)
-			}
-		}
-		go s.repair(missing, stale)
+		go s.repair(missing, lexMembers)
 	}
 	return orders, nil
 }
 
-func (q Query) exactID() int64 {
-	id, _ := ParseID(q.Q)
-	return id
-}
-
 // repair removes the index entries of orders that no longer exist: the
-// id-index entries of ids, and the name-index entries names. Only a Cluster,
-// where index entries are written outside the order's transaction, can leave
-// such entries behind (a crash between the two); each id is checked again
-// first, so an order that exists keeps its entries.
-func (s *Store) repair(ids []int64, names []string) {
+// entries whose member is the id, and those of lex (name- and term-index
+// members) that end in one of the ids. Only a Cluster, where index entries
+// are written outside the order's transaction, can leave such entries
+// behind (a crash between the two); each id is checked again first, so an
+// order that exists keeps its entries.
+func (s *Store) repair(ids []int64, lex []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for i, id := range ids {
+	for _, id := range ids {
 		if n, err := s.rdb.Exists(ctx, s.orderKey(id)).Result(); err != nil || n != 0 {
 			continue
 		}
 		m := strconv.FormatInt(id, 10)
-		s.rdb.ZRem(ctx, s.idIndex(""), m)
-		for _, st := range Statuses {
-			s.rdb.ZRem(ctx, s.idIndex(st), m)
-		}
-		for _, name := range names {
-			if got, ok := memberID(name); ok && got == ids[i] {
-				s.rdb.ZRem(ctx, s.nameIndex(""), name)
-				for _, st := range Statuses {
-					s.rdb.ZRem(ctx, s.nameIndex(st), name)
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, ix := range orders.indexes(s) {
+				for _, l := range lex {
+					if got, ok := memberID(l); ok && got == id {
+						p.ZRem(ctx, ix.Key, l)
+					}
 				}
+				p.ZRem(ctx, ix.Key, m)
 			}
-		}
+			return nil
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +101,40 @@ func (s *Store) nameIndex(st Status) string {
 	}
 	return s.prefix + "ix:name:" + string(st)
 }
+func (s *Store) updatedIndex(st Status) string {
+	if st == "" {
+		return s.prefix + "ix:up"
+	}
+	return s.prefix + "ix:up:" + string(st)
+}
+func (s *Store) totalIndex(st Status) string {
+	if st == "" {
+		return s.prefix + "ix:tot"
+	}
+	return s.prefix + "ix:tot:" + string(st)
+}
+
+// timeScore is a time's score in the created and updated indexes: Unix
+// seconds times 2^21 plus the id's low 21 bits, so that orders of the same
+// second sort by id (exact in a float64 until the year 2106).
+func timeScore(t time.Time, id int64) float64 {
+	return float64(t.Unix()<<21 | id&(1<<21-1))
+}
+
+// dayScores are the scores of the first and last instants of the UTC days
+// from and to (either zero: open).
+func dayScores(from, to time.Time) (lo, hi float64) {
+	lo, hi = math.Inf(-1), math.Inf(1)
+	if !from.IsZero() {
+		d := from.UTC().Truncate(24 * time.Hour)
+		lo = float64(d.Unix() << 21)
+	}
+	if !to.IsZero() {
+		d := to.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		hi = float64(d.Unix()<<21 - 1)
+	}
+	return lo, hi
+}
 
 // idDigits are 64 ASCII characters in ascending byte order: the digits of
 // the inverted ids that end name-index members.
@@ -128,6 +163,11 @@ func nameMember(customer string, id int64) string {
 func appendNameMember(b []byte, customer string, id int64) []byte {
 	b = appendFold(b, customer)
 	b = append(b, 0)
+	return appendInvID(b, id)
+}
+
+// appendInvID appends id inverted, as described at nameMember.
+func appendInvID(b []byte, id int64) []byte {
 	var d [11]byte
 	n := 0
 	for x := id; x > 0 && n < len(d); x >>= 6 {
@@ -383,9 +423,14 @@ var orders = &kind[Order]{
 	entries: (*Store).orderEntries,
 	indexes: func(s *Store) []indexKey {
 		byID := func(m string) (int64, bool) { return ParseID(m) }
-		keys := []indexKey{{s.idIndex(""), byID}, {s.nameIndex(""), memberID}}
-		for _, st := range Statuses {
-			keys = append(keys, indexKey{s.idIndex(st), byID}, indexKey{s.nameIndex(st), memberID})
+		var keys []indexKey
+		for _, st := range append([]Status{""}, Statuses...) {
+			keys = append(keys, indexKey{s.idIndex(st), byID}, indexKey{s.nameIndex(st), memberID},
+				indexKey{s.updatedIndex(st), byID}, indexKey{s.totalIndex(st), byID})
+		}
+		keys = append(keys, indexKey{s.termIndex(), memberID})
+		for d := 1; d <= dupDepth; d++ {
+			keys = append(keys, indexKey{s.dupIndex(d), memberID})
 		}
 		return keys
 	},
@@ -393,17 +438,26 @@ var orders = &kind[Order]{
 
 func init() { kinds[orders.name] = orders }
 
-// orderEntries lists the index entries of o: by id and by name, each in
-// the whole collection and in o's status.
+// orderEntries lists the index entries of o: by created time (ix:id), name,
+// updated time and total, each in the whole collection and in o's status,
+// and its search terms (search.go).
 func (s *Store) orderEntries(o *Order) []ixEntry {
 	idm := strconv.FormatInt(o.ID, 10)
 	nm := nameMember(o.Customer, o.ID)
-	return []ixEntry{
-		{s.idIndex(""), idm, float64(o.ID)},
-		{s.idIndex(o.Status), idm, float64(o.ID)},
-		{s.nameIndex(""), nm, 0},
-		{s.nameIndex(o.Status), nm, 0},
-	}
+	created, updated := timeScore(o.CreatedAt, o.ID), timeScore(o.UpdatedAt, o.ID)
+	total := float64(o.Total)
+	out := make([]ixEntry, 0, 16)
+	out = append(out,
+		ixEntry{s.idIndex(""), idm, created},
+		ixEntry{s.idIndex(o.Status), idm, created},
+		ixEntry{s.nameIndex(""), nm, 0},
+		ixEntry{s.nameIndex(o.Status), nm, 0},
+		ixEntry{s.updatedIndex(""), idm, updated},
+		ixEntry{s.updatedIndex(o.Status), idm, updated},
+		ixEntry{s.totalIndex(""), idm, total},
+		ixEntry{s.totalIndex(o.Status), idm, total},
+	)
+	return s.termEntries(o, out)
 }
 
 // Create validates in and stores it as a new pending order with a fresh id.

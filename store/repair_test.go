@@ -27,7 +27,14 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 			if err := tg.Client.Del(ctx, f.prefix+"o:{"+strconv.FormatInt(gone.ID, 10)+"}").Err(); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []store.Query{{}, {Q: "grace"}, {Status: store.Pending}, {Q: "grace", Status: store.Pending}} {
+			// Each query meets the entries of one or more indexes: by created
+			// time, name, updated time, total, and the search terms.
+			var queries []store.Query
+			for _, sort := range store.Sorts {
+				queries = append(queries, store.Query{Sort: sort}, store.Query{Sort: sort, Status: store.Pending})
+			}
+			queries = append(queries, store.Query{Q: "grace"}, store.Query{Q: "murray"}, store.Query{Q: "grace", Status: store.Pending})
+			for _, q := range queries {
 				p := f.list(t, q)
 				for _, o := range p.Orders {
 					if o.ID == gone.ID {
@@ -39,13 +46,15 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 			var left []string
 			for i := 0; i < 50; i++ {
 				left = left[:0]
-				for _, key := range []string{"ix:id", "ix:id:pending", "ix:name", "ix:name:pending"} {
+				for _, key := range []string{"ix:id", "ix:id:pending", "ix:name", "ix:name:pending",
+					"ix:up", "ix:up:pending", "ix:tot", "ix:tot:pending", "ix:{w}"} {
 					ms, err := tg.Client.ZRange(ctx, f.prefix+key, 0, -1).Result()
 					if err != nil {
 						t.Fatal(err)
 					}
 					for _, m := range ms {
-						if m == strconv.FormatInt(gone.ID, 10) || strings.HasPrefix(m, "grace murray\x00") {
+						if m == strconv.FormatInt(gone.ID, 10) || strings.HasPrefix(m, "grace murray\x00") ||
+							m == "grace\x00yx" || m == "murray\x00yx" {
 							left = append(left, key+" "+m)
 						}
 					}

@@ -1,10 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,25 +41,24 @@ var (
 	}()
 )
 
-// Seed adds n demo orders (names, one to five items, mixed statuses, dates
-// over the past year, older ids older) and returns how many it wrote. The
-// same rnd gives the same orders.
+// Seed adds n demo orders (names, one to five different items, mixed
+// statuses, created over the past year in id order) and returns how many it
+// wrote. The same rnd gives the same orders.
 //
 // It is built for a million orders in well under 30 seconds on a small
 // machine; Redis's own work is what limits it (docs/performance.md):
 //
-//   - Orders go in batches of seedBatch, each one plain pipeline (no MULTI),
-//     written by seedWorkers goroutines at once, each on its own connection.
-//   - A batch writes its hashes, then its id-index entries: one ZADD per
-//     index with all the batch's members. Ids ascend, so each insertion lands
-//     at the end of its skiplist, where the path is hot in Redis's cache.
-//   - The name-index entries are written last, sorted by member, in large
-//     ZADDs: inserting a million names at random places in a skiplist costs
-//     Redis several times as much (a cache miss per level).
+//   - Orders go in batches of seedBatch, each one plain pipeline of HSETs
+//     (no MULTI), written by seedWorkers goroutines at once, each on its own
+//     connection.
+//   - Their index entries are the write path's own (orderEntries), gathered
+//     for seedChunk orders at a time, sorted per index and written in large
+//     ZADDs after the chunk's hashes: inserting entries at random places in
+//     a big skiplist costs Redis several times as much (a cache miss per
+//     level) as inserting them in order.
 //
 // So a reader may see a seeded order before it is listed, never an index
-// entry without its order. On a Cluster, where one pipeline spans nodes,
-// each batch's hashes go in a round trip of their own before its entries.
+// entry without its order.
 func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	if n <= 0 {
 		return 0, nil
@@ -73,14 +72,12 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	}
 	first := last - int64(n) + 1
 	g := seeder{s: s, first: first, last: last, now: s.now().UTC().Truncate(time.Second)}
-	// Up to seedNameChunk orders at a time: their hashes and id entries,
-	// then their name entries in member order.
 	written := 0
-	for start := first; start <= last; start += seedNameChunk {
-		end := min(start+seedNameChunk-1, last)
-		names, err := g.writeOrders(ctx, start, end, rnd)
+	for start := first; start <= last; start += seedChunk {
+		end := min(start+seedChunk-1, last)
+		entries, err := g.writeOrders(ctx, start, end, rnd)
 		if err == nil {
-			err = g.writeNames(ctx, names)
+			err = g.writeEntries(ctx, entries)
 		}
 		if err != nil {
 			return written, wrap(err)
@@ -96,11 +93,10 @@ const (
 	// seedWorkers pipelines are in flight at once: enough to keep Redis
 	// busy while the others build their next batch.
 	seedWorkers = 4
-	// seedNameChunk orders have their name entries sorted and written
-	// together.
-	seedNameChunk = 1 << 20
-	// seedNameZAdd name entries go in one ZADD.
-	seedNameZAdd = 2000
+	// seedChunk orders have their index entries sorted and written together.
+	seedChunk = 250_000
+	// seedZAdd entries go in one ZADD.
+	seedZAdd = 2000
 )
 
 // seeder makes and writes demo orders.
@@ -110,28 +106,25 @@ type seeder struct {
 	now         time.Time
 }
 
-// seedName is an order's entry in the name indexes.
-type seedName struct {
-	member string
-	status Status
-}
+// seedEntries are index entries by index key.
+type seedEntries map[string][]redis.Z
 
-// writeOrders writes orders start to end (hashes and id indexes) with
-// several goroutines, and returns their name entries.
-func (g *seeder) writeOrders(ctx context.Context, start, end int64, rnd *rand.Rand) ([]seedName, error) {
+// writeOrders writes the hashes of orders start to end with several
+// goroutines, and returns their index entries.
+func (g *seeder) writeOrders(ctx context.Context, start, end int64, rnd *rand.Rand) (seedEntries, error) {
 	type job struct {
 		start, end int64
 		s1, s2     uint64
-		names      []seedName
 	}
-	names := make([]seedName, end-start+1)
 	jobs := make(chan job)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		wg       sync.WaitGroup
+		mu       sync.Mutex
 		errOnce  sync.Once
 		firstErr error
+		all      = seedEntries{}
 	)
 	for range min(seedWorkers, int((end-start)/seedBatch)+1) {
 		wg.Add(1)
@@ -139,18 +132,22 @@ func (g *seeder) writeOrders(ctx context.Context, start, end int64, rnd *rand.Ra
 			defer wg.Done()
 			w := g.worker()
 			for j := range jobs {
-				if err := w.write(ctx, j.start, j.end, rand.New(rand.NewPCG(j.s1, j.s2)), j.names); err != nil {
+				if err := w.write(ctx, j.start, j.end, rand.New(rand.NewPCG(j.s1, j.s2))); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
+			mu.Lock()
+			for k, zs := range w.entries {
+				all[k] = append(all[k], zs...)
+			}
+			mu.Unlock()
 		}()
 	}
 send:
 	for b := start; b <= end; b += seedBatch {
 		// Each batch's randomness is drawn here, in order: the orders do not
 		// depend on which goroutine writes them.
-		e := min(b+seedBatch-1, end)
-		j := job{b, e, rnd.Uint64(), rnd.Uint64(), names[b-start : e-start+1]}
+		j := job{b, min(b+seedBatch-1, end), rnd.Uint64(), rnd.Uint64()}
 		select {
 		case jobs <- j:
 		case <-ctx.Done():
@@ -162,67 +159,83 @@ send:
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	return names, firstErr
+	return all, firstErr
 }
 
-// writeNames adds the name entries in member order, in large ZADDs, a few
-// pipelines at a time.
-func (g *seeder) writeNames(ctx context.Context, names []seedName) error {
-	slices.SortFunc(names, func(a, b seedName) int { return strings.Compare(a.member, b.member) })
-	s := g.s
-	byStatus := map[Status][]redis.Z{}
-	all := make([]redis.Z, 0, seedNameZAdd)
-	p := s.rdb.Pipeline()
-	flush := func(final bool) error {
-		if len(all) == seedNameZAdd || (final && len(all) > 0) {
-			p.ZAdd(ctx, s.nameIndex(""), all...)
-			all = all[:0:0]
-		}
-		for st, zs := range byStatus {
-			if len(zs) == seedNameZAdd || (final && len(zs) > 0) {
-				p.ZAdd(ctx, s.nameIndex(st), zs...)
-				byStatus[st] = nil
-			}
-		}
-		if p.Len() >= 8 || (final && p.Len() > 0) {
-			if _, err := p.Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
+// writeEntries adds entries to their indexes, each index's in order (by
+// score, then member), in large ZADDs, one goroutine per index at a time.
+func (g *seeder) writeEntries(ctx context.Context, entries seedEntries) error {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
 	}
-	for _, nm := range names {
-		z := redis.Z{Member: nm.member}
-		all = append(all, z)
-		byStatus[nm.status] = append(byStatus[nm.status], z)
-		if err := flush(false); err != nil {
-			return err
+	slices.Sort(keys)
+	work := make(chan string)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range seedWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for key := range work {
+				zs := entries[key]
+				slices.SortFunc(zs, func(a, b redis.Z) int {
+					if a.Score != b.Score {
+						return cmp.Compare(a.Score, b.Score)
+					}
+					return strings.Compare(a.Member.(string), b.Member.(string))
+				})
+				p := g.s.rdb.Pipeline()
+				for i := 0; i < len(zs); i += seedZAdd {
+					p.ZAdd(ctx, key, zs[i:min(i+seedZAdd, len(zs))]...)
+					if p.Len() >= 8 || i+seedZAdd >= len(zs) {
+						if _, err := p.Exec(ctx); err != nil {
+							errOnce.Do(func() { firstErr = err; cancel() })
+							break
+						}
+					}
+				}
+			}
+		}()
+	}
+	for _, k := range keys {
+		select {
+		case work <- k:
+		case <-ctx.Done():
 		}
 	}
-	return flush(true)
+	close(work)
+	wg.Wait()
+	return firstErr
 }
 
-// seedWorker is one goroutine's reusable buffers.
+// seedWorker is one goroutine's reusable buffers and the index entries of
+// the orders it wrote.
 type seedWorker struct {
 	*seeder
-	orders []Order
-	items  []Item
-	args   []any
-	ids    map[Status][]redis.Z
-	buf    []byte
+	orders  []Order
+	items   []Item
+	args    []any
+	entries seedEntries
+	keys    map[string]string // one copy of each index key
 }
 
 func (g *seeder) worker() *seedWorker {
-	return &seedWorker{seeder: g, ids: map[Status][]redis.Z{}}
+	return &seedWorker{seeder: g, entries: seedEntries{}, keys: map[string]string{}}
 }
 
 // order makes demo order id.
 func (w *seedWorker) order(id int64, rnd *rand.Rand) Order {
 	year := int64(365 * 24 * 3600)
 	n := max(w.last-w.first+1, 1)
-	// Older ids get older dates, so newest-first stays date order.
+	// Created in id order over the past year, as at a real desk.
 	age := year * (w.last - id) / n
-	created := w.now.Add(-time.Duration(age+rnd.Int64N(3600)) * time.Second)
+	created := w.now.Add(-time.Duration(age) * time.Second)
 	first, last := firstNames[rnd.IntN(len(firstNames))], lastNames[rnd.IntN(len(lastNames))]
 	o := Order{
 		ID:       id,
@@ -234,10 +247,17 @@ func (w *seedWorker) order(id int64, rnd *rand.Rand) Order {
 	if rnd.IntN(3) > 0 {
 		o.Email = emails[first][last]
 	}
+	// One to five different products.
 	k := 1 + rnd.IntN(5)
+	var picked [64]bool // more than len(products)
 	start := len(w.items)
-	for range k {
-		p := products[rnd.IntN(len(products))]
+	for len(w.items)-start < k {
+		i := rnd.IntN(len(products))
+		if picked[i] {
+			continue
+		}
+		picked[i] = true
+		p := products[i]
 		w.items = append(w.items, Item{SKU: p.sku, Name: p.name, Quantity: 1 + rnd.Int64N(4), UnitPrice: p.price})
 	}
 	o.Items = w.items[start:len(w.items):len(w.items)]
@@ -252,16 +272,12 @@ func (w *seedWorker) order(id int64, rnd *rand.Rand) Order {
 	return o
 }
 
-// write makes orders start to end and writes their hashes and id-index
-// entries in one pipeline (two on a Cluster); names receives their
-// name-index entries.
-func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand, names []seedName) error {
+// write makes orders start to end, writes their hashes in one pipeline and
+// keeps their index entries.
+func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand) error {
 	w.orders, w.items = w.orders[:0], w.items[:0]
 	for id := start; id <= end; id++ {
 		w.orders = append(w.orders, w.order(id, rnd))
-	}
-	for st := range w.ids {
-		w.ids[st] = w.ids[st][:0]
 	}
 	s := w.s
 	p := s.rdb.Pipeline()
@@ -269,20 +285,13 @@ func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand
 		o := &w.orders[i]
 		w.args = orderArgs(w.args[:0], o)
 		p.HSet(ctx, s.orderKey(o.ID), w.args...)
-		idz := redis.Z{Score: float64(o.ID), Member: strconv.FormatInt(o.ID, 10)}
-		w.ids[""] = append(w.ids[""], idz)
-		w.ids[o.Status] = append(w.ids[o.Status], idz)
-		w.buf = appendNameMember(w.buf[:0], o.Customer, o.ID)
-		names[i] = seedName{string(w.buf), o.Status}
-	}
-	if s.cluster {
-		if _, err := p.Exec(ctx); err != nil {
-			return err
-		}
-	}
-	for st, zs := range w.ids {
-		if len(zs) > 0 {
-			p.ZAdd(ctx, s.idIndex(st), zs...)
+		for _, e := range s.orderEntries(o) {
+			key, ok := w.keys[e.Key]
+			if !ok {
+				key = e.Key
+				w.keys[key] = key
+			}
+			w.entries[key] = append(w.entries[key], redis.Z{Score: e.Score, Member: e.Member})
 		}
 	}
 	_, err := p.Exec(ctx)

@@ -256,7 +256,8 @@ var errRecordExists error = &Error{Code: ECONFLICT, Message: "the id is taken"}
 // alone).
 func moveEntries(ctx context.Context, p redis.Pipeliner, before, after []ixEntry) {
 	for _, e := range before {
-		if !hasEntry(after, e) {
+		// A member that stays with another score is moved by its ZADD.
+		if !hasMember(after, e) {
 			p.ZRem(ctx, e.Key, e.Member)
 		}
 	}

@@ -1,0 +1,367 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Search (CONTRACT §4). Every order has search terms: each word of its
+// customer name, its email address and each item's SKU, folded (foldTerm).
+// A query term matches an order when it is a prefix of one of them (or is
+// the order's id).
+//
+// The term index ix:{w} is one lexicographic sorted set of members
+// "term NUL inverted-id": a prefix p is the range [p, p\xff), in match order
+// (by term, newest first within a term). An order whose terms share a
+// prefix ("KBD-60" and "KBD-61") is in that range once per term, so the
+// index alone would count it twice. The dup sets fix that exactly: sort an
+// order's terms t1 < t2 < …; the terms a prefix p matches are consecutive,
+// and ti is not the first of them exactly when p is also a prefix of t(i-1),
+// i.e. when len(p) <= lcp(t(i-1), ti). So ti's member also goes in the dup
+// sets ix:{w}:d1 … ix:{w}:dK for K = min(lcp, dupDepth), and for a term of
+// length L <= dupDepth bytes the orders matching are
+//
+//	ZLEXCOUNT ix:{w} [p (p\xff  -  ZLEXCOUNT ix:{w}:dL [p (p\xff
+//
+// and a page is the range of ix:{w} without the members in ix:{w}:dL (the
+// script pageScript finds where page N starts by a binary search over the
+// dup set's ranks). Both cost O(log N + page). All these keys share the
+// hash tag {w}, so the script runs on a Cluster too (one slot, one node).
+//
+// Terms longer than dupDepth bytes, several terms, and a term with a status
+// or date filter walk candidates instead: the matches of the most selective
+// term, in match order, each checked against the rest of the query, at most
+// MaxCandidates of them; past that the total is a lower bound.
+
+// dupDepth is the longest query term (in bytes) answered from the dup sets.
+const dupDepth = 16
+
+// termIndex and dupIndex name the search sets.
+func (s *Store) termIndex() string { return s.prefix + "ix:{w}" }
+func (s *Store) dupIndex(depth int) string {
+	return s.prefix + "ix:{w}:d" + strconv.Itoa(depth)
+}
+
+// foldTerm is the searchable form of text: NFC, without combining marks
+// ("José" → "jose"), case-folded ("Straße" → "strasse"). Pure ASCII text
+// is only lower-cased, without allocating more than the result.
+func foldTerm(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf || s[i] == 0 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return foldName(s)
+	}
+	t := transform.Chain(norm.NFD, runes.Remove(runes.Predicate(func(r rune) bool {
+		return unicode.Is(unicode.Mn, r) || r == 0
+	})), cases.Fold(), norm.NFC)
+	out, _, err := transform.String(t, s)
+	if err != nil {
+		return foldName(s)
+	}
+	return out
+}
+
+// wordsOf splits folded text into words: runs of letters and digits.
+func wordsOf(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+}
+
+// orderTerms returns o's search terms, sorted, each once, without a term
+// that is a prefix of another (whatever matches it matches the longer one).
+func orderTerms(o *Order) []string {
+	terms := wordsOf(foldTerm(o.Customer))
+	if o.Email != "" {
+		terms = append(terms, foldTerm(o.Email))
+	}
+	for i := range o.Items {
+		if sku := o.Items[i].SKU; sku != "" {
+			terms = append(terms, foldTerm(sku))
+		}
+	}
+	slices.Sort(terms)
+	out := terms[:0]
+	for i, t := range terms {
+		// Sorted, so a term that is a prefix of another sits right before
+		// one that starts with it.
+		if i+1 < len(terms) && strings.HasPrefix(terms[i+1], t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// termMember is an order's entry for term t: the term, NUL, its inverted id
+// (the name indexes' encoding, so memberID reads it back).
+func termMember(t string, id int64) string {
+	b := make([]byte, 0, len(t)+12)
+	b = append(b, t...)
+	b = append(b, 0)
+	return string(appendInvID(b, id))
+}
+
+// termEntries are o's entries in the term index and the dup sets.
+func (s *Store) termEntries(o *Order, out []ixEntry) []ixEntry {
+	terms := orderTerms(o)
+	for i, t := range terms {
+		m := termMember(t, o.ID)
+		out = append(out, ixEntry{s.termIndex(), m, 0})
+		if i == 0 {
+			continue
+		}
+		for d := 1; d <= min(commonPrefix(terms[i-1], t), dupDepth); d++ {
+			out = append(out, ixEntry{s.dupIndex(d), m, 0})
+		}
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// queryTerms splits a query into folded terms; a term without any letter or
+// digit matches nothing useful and is dropped.
+func queryTerms(q string) []string {
+	var out []string
+	for _, f := range strings.Fields(q) {
+		t := foldTerm(f)
+		if strings.IndexFunc(t, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
+			continue
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// matchesTerm reports whether query term t matches o: its id, or a prefix
+// of one of its terms.
+func matchesTerm(o *Order, terms []string, t string) bool {
+	if id, ok := ParseID(t); ok && id == o.ID {
+		return true
+	}
+	return hasTermPrefix(terms, t)
+}
+
+// hasTermPrefix reports whether t is a prefix of one of terms.
+func hasTermPrefix(terms []string, t string) bool {
+	for _, ot := range terms {
+		if strings.HasPrefix(ot, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// lexRange is the term-index range of the members starting with t.
+func lexRange(t string) (lo, hi string) { return "[" + t, "(" + t + "\xff" }
+
+// pageScript returns the total and one page of the orders matching one
+// term: KEYS ix:{w} and its dup set for the term's length; ARGV lo, hi,
+// offset, count. The page is the offset-th to (offset+count-1)-th member of
+// the range that is not in the dup set. With d_j the j-th dup member in the
+// range and a_j its rank in the range, a_j - j members that count come
+// before d_j; that grows with j, so a binary search finds how many dups lie
+// before the page's first member, which then sits at rank offset + that.
+var pageScript = redis.NewScript(`
+local w, d = KEYS[1], KEYS[2]
+local lo, hi = ARGV[1], ARGV[2]
+local off, cnt = tonumber(ARGV[3]), tonumber(ARGV[4])
+local a = redis.call('ZLEXCOUNT', w, lo, hi)
+local nd = redis.call('ZLEXCOUNT', d, lo, hi)
+local out = {a - nd}
+if a == 0 or off >= a - nd or cnt <= 0 then return out end
+local r0 = redis.call('ZRANK', w, redis.call('ZRANGEBYLEX', w, lo, hi, 'LIMIT', 0, 1)[1])
+local j = 0
+if nd > 0 then
+  local d0 = redis.call('ZRANK', d, redis.call('ZRANGEBYLEX', d, lo, hi, 'LIMIT', 0, 1)[1])
+  local l, h = 0, nd
+  while l < h do
+    local mid = math.floor((l + h) / 2)
+    local m = redis.call('ZRANGE', d, d0 + mid, d0 + mid)[1]
+    if redis.call('ZRANK', w, m) - r0 - mid <= off then l = mid + 1 else h = mid end
+  end
+  j = l
+end
+local pos, stop = r0 + off + j, r0 + a
+while #out <= cnt and pos < stop do
+  local batch = redis.call('ZRANGE', w, pos, math.min(pos + 2 * cnt, stop) - 1)
+  if #batch == 0 then break end
+  for _, m in ipairs(batch) do
+    if #out > cnt then break end
+    if nd == 0 or not redis.call('ZSCORE', d, m) then out[#out + 1] = m end
+  end
+  pos = pos + #batch
+end
+return out
+`)
+
+// searchPage returns the total and the members of one page of the orders
+// matching one term of at most dupDepth bytes.
+func (s *Store) searchPage(ctx context.Context, t string, offset, count int64) (int64, []string, error) {
+	lo, hi := lexRange(t)
+	keys := []string{s.termIndex(), s.dupIndex(len(t))}
+	return scriptPage(pageScript.Run(ctx, s.rdb, keys, lo, hi, offset, count))
+}
+
+// scriptPage reads pageScript's answer.
+func scriptPage(c *redis.Cmd) (int64, []string, error) {
+	res, err := c.Slice()
+	if err != nil {
+		return 0, nil, wrap(err)
+	}
+	if len(res) == 0 {
+		return 0, nil, nil
+	}
+	total, _ := res[0].(int64)
+	members := make([]string, 0, len(res)-1)
+	for _, v := range res[1:] {
+		if m, ok := v.(string); ok {
+			members = append(members, m)
+		}
+	}
+	return total, members, nil
+}
+
+// termCount returns how many orders term t matches (exact for a term of at
+// most dupDepth bytes; for a longer one, the entries, which may count an
+// order twice: only used to choose the most selective term).
+func (s *Store) termCounts(ctx context.Context, terms []string) ([]int64, error) {
+	cmds := make([][2]*redis.IntCmd, len(terms))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, t := range terms {
+			lo, hi := lexRange(t)
+			cmds[i][0] = p.ZLexCount(ctx, s.termIndex(), lo, hi)
+			cmds[i][1] = p.ZLexCount(ctx, s.dupIndex(min(len(t), dupDepth)), lo, hi)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]int64, len(terms))
+	for i := range terms {
+		out[i] = cmds[i][0].Val() - cmds[i][1].Val()
+	}
+	return out, nil
+}
+
+// termCandidates returns, in match order and each once, up to
+// MaxCandidates orders matching term t, and whether there are more: one
+// round trip.
+func (s *Store) termCandidates(ctx context.Context, t string) ([]int64, bool, error) {
+	var members []string
+	more := false
+	if len(t) <= dupDepth {
+		total, ms, err := s.searchPage(ctx, t, 0, MaxCandidates)
+		if err != nil {
+			return nil, false, err
+		}
+		members, more = ms, total > int64(len(ms))
+	} else {
+		// A long term matches few entries; an order with two of them
+		// (two SKUs sharing the first 17 characters) is read once.
+		lo, hi := lexRange(t)
+		ms, err := s.rdb.ZRangeByLex(ctx, s.termIndex(), &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates}).Result()
+		if err != nil {
+			return nil, false, wrap(err)
+		}
+		members, more = ms, len(ms) == 2*MaxCandidates
+	}
+	ids := make([]int64, 0, len(members))
+	seen := make(map[int64]bool, len(members))
+	for _, m := range members {
+		if id, ok := memberID(m); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > MaxCandidates {
+		ids, more = ids[:MaxCandidates], true
+	}
+	return ids, more, nil
+}
+
+// loadBatch orders are read in one pipelined round trip while candidates
+// are examined.
+const loadBatch = 1000
+
+// examine reads the candidates ids (first ones first; more says ids is not
+// all of them), keeps those keep accepts, and returns the page of them the
+// query asks for, how many were kept, and whether that count is a lower
+// bound.
+func (s *Store) examine(ctx context.Context, q Query, ids []int64, more bool, keep func(o *Order) bool) ([]Order, int64, bool, error) {
+	offset := int64(q.Page-1) * int64(q.PerPage)
+	page := []Order{}
+	var kept int64
+	for start := 0; start < len(ids); start += loadBatch {
+		got, err := s.loadOrders(ctx, ids[start:min(start+loadBatch, len(ids))], true)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for _, o := range got {
+			if o == nil || !keep(o) {
+				continue
+			}
+			if kept >= offset && kept < offset+int64(q.PerPage) {
+				if !q.Items {
+					o.Items = nil
+				}
+				page = append(page, *o)
+			}
+			kept++
+		}
+	}
+	return page, kept, more, nil
+}
+
+// loadOrders reads orders in one pipelined round trip; a missing or
+// damaged one is nil (and a damaged one is logged).
+func (s *Store) loadOrders(ctx context.Context, ids []int64, items bool) ([]*Order, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.orderKey(id))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	out := make([]*Order, len(ids))
+	for i, id := range ids {
+		o, ok := decodeOrder(id, cmds[i].Val(), items)
+		if !ok {
+			if h := cmds[i].Val(); len(h) > 0 {
+				s.damaged(s.orderKey(id), h)
+			}
+			continue
+		}
+		out[i] = &o
+	}
+	return out, nil
+}

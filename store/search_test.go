@@ -1,0 +1,364 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode"
+
+	"orders/store"
+	"orders/testutil"
+)
+
+// The oracle: CONTRACT §4 written as plainly as possible, independent of
+// the store's indexes, for orders with ASCII text.
+
+func oracleTerms(o *store.Order) []string {
+	out := strings.FieldsFunc(strings.ToLower(o.Customer), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	if o.Email != "" {
+		out = append(out, strings.ToLower(o.Email))
+	}
+	for _, it := range o.Items {
+		if it.SKU != "" {
+			out = append(out, strings.ToLower(it.SKU))
+		}
+	}
+	return out
+}
+
+// firstMatch is the smallest of o's terms that starts with t, or "". A
+// term that starts another term of the same order ("grace" and
+// "grace.hopper@example.com") is indexed as the longer one only, so the
+// order is listed under that (CONTRACT §4's match order, docs/api.md).
+func firstMatch(o *store.Order, t string) string {
+	best := ""
+	terms := oracleTerms(o)
+	for _, w := range terms {
+		longer := false
+		for _, x := range terms {
+			longer = longer || (len(x) > len(w) && strings.HasPrefix(x, w))
+		}
+		if longer {
+			continue
+		}
+		if strings.HasPrefix(w, t) && (best == "" || w < best) {
+			best = w
+		}
+	}
+	return best
+}
+
+func oracleMatches(o *store.Order, t string) bool {
+	return strconv.FormatInt(o.ID, 10) == t || firstMatch(o, t) != ""
+}
+
+// oracleSearch lists the orders matching every term of q and its filters,
+// in match order: the order the most selective term's digits name first,
+// then by that term's first matching word, newest first.
+func oracleSearch(all []*store.Order, q store.Query) []int64 {
+	terms := strings.Fields(strings.ToLower(q.Q))
+	driver, best := 0, -1
+	for i, t := range terms {
+		n := 0
+		for _, o := range all {
+			if firstMatch(o, t) != "" {
+				n++
+			}
+		}
+		if best < 0 || n < best {
+			driver, best = i, n
+		}
+	}
+	var hits []*store.Order
+	for _, o := range all {
+		ok := oracleFilter(o, q)
+		for _, t := range terms {
+			ok = ok && oracleMatches(o, t)
+		}
+		if ok {
+			hits = append(hits, o)
+		}
+	}
+	d := terms[driver]
+	slices.SortFunc(hits, func(a, b *store.Order) int {
+		ea, eb := strconv.FormatInt(a.ID, 10) == d, strconv.FormatInt(b.ID, 10) == d
+		switch {
+		case ea != eb && ea:
+			return -1
+		case ea != eb:
+			return 1
+		}
+		if c := strings.Compare(firstMatch(a, d), firstMatch(b, d)); c != 0 {
+			return c
+		}
+		return int(b.ID - a.ID)
+	})
+	out := []int64{}
+	for _, o := range hits {
+		out = append(out, o.ID)
+	}
+	return out
+}
+
+func oracleFilter(o *store.Order, q store.Query) bool {
+	if q.Status != "" && o.Status != q.Status {
+		return false
+	}
+	day := o.CreatedAt.UTC().Format(time.DateOnly)
+	if !q.From.IsZero() && day < q.From.Format(time.DateOnly) {
+		return false
+	}
+	return q.To.IsZero() || day <= q.To.Format(time.DateOnly)
+}
+
+// oracleSorted lists the orders of a query without search in its sort.
+func oracleSorted(all []*store.Order, q store.Query) []int64 {
+	var hits []*store.Order
+	for _, o := range all {
+		if oracleFilter(o, q) {
+			hits = append(hits, o)
+		}
+	}
+	cmpOf := map[string]func(a, b *store.Order) int{
+		"created": func(a, b *store.Order) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return int(a.ID - b.ID)
+		},
+		"updated": func(a, b *store.Order) int {
+			if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+				return c
+			}
+			return int(a.ID - b.ID)
+		},
+		"total": func(a, b *store.Order) int {
+			if a.Total != b.Total {
+				return int(a.Total - b.Total)
+			}
+			// Equal totals: by id as text (the index's member order).
+			return strings.Compare(strconv.FormatInt(a.ID, 10), strconv.FormatInt(b.ID, 10))
+		},
+		"customer": func(a, b *store.Order) int {
+			if c := strings.Compare(strings.ToLower(a.Customer), strings.ToLower(b.Customer)); c != 0 {
+				return c
+			}
+			return int(b.ID - a.ID) // equal names: newest first
+		},
+	}
+	c := cmpOf[q.Sort.Field()]
+	slices.SortFunc(hits, func(a, b *store.Order) int {
+		if q.Sort.Desc() {
+			return c(b, a)
+		}
+		return c(a, b)
+	})
+	out := []int64{}
+	for _, o := range hits {
+		out = append(out, o.ID)
+	}
+	return out
+}
+
+// checkQuery compares List with the oracle at several page sizes: the
+// total on every page, and the pages joined.
+func checkQuery(t *testing.T, f *fixture, q store.Query, want []int64) {
+	t.Helper()
+	for _, pp := range []int{1, 3, 7, 100} {
+		q := q
+		q.PerPage = pp
+		var got []int64
+		for page := 1; ; page++ {
+			q.Page = page
+			p := f.list(t, q)
+			if p.Total != int64(len(want)) || p.TotalIsLowerBound {
+				t.Errorf("List(q=%q status=%q sort=%q from=%v to=%v per_page=%d page=%d): total %d (lower bound %v), want %d",
+					q.Q, q.Status, q.Sort, q.From, q.To, pp, page, p.Total, p.TotalIsLowerBound, len(want))
+				return
+			}
+			for _, o := range p.Orders {
+				got = append(got, o.ID)
+			}
+			if len(p.Orders) < pp || page > len(want)+1 {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("List(q=%q status=%q sort=%q from=%v to=%v per_page=%d), pages joined:\n got %v\nwant %v",
+				q.Q, q.Status, q.Sort, q.From, q.To, pp, got, want)
+			return
+		}
+	}
+}
+
+var (
+	searchWords = []string{"Ann", "Anna", "Annabel", "Annie", "Bo", "Bob", "Bobby", "Grace", "Hopper", "Hop", "O'Brien", "Jean-Luc", "12", "120"}
+	searchSKUs  = []string{"KBD-60", "KBD-61", "KBD-6", "K", "ABC-1", "ABC-12", "ANN-1", "BOB.X", "120-A"}
+)
+
+// TestSearchAgreesWithTheOracle makes orders whose words, emails and SKUs
+// share prefixes with each other (the case that counts an order twice in a
+// plain index), changes and deletes some, and compares every prefix of
+// every word, several terms, filters and every sort with the oracle.
+func TestSearchAgreesWithTheOracle(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			rnd := rand.New(rand.NewPCG(7, uint64(len(tg.Name))))
+			word := func() string { return searchWords[rnd.IntN(len(searchWords))] }
+			input := func() store.Input {
+				in := store.Input{Customer: ptr(word() + " " + word())}
+				if rnd.IntN(3) == 0 {
+					in.Customer = ptr(word() + " " + word() + " " + word())
+				}
+				if rnd.IntN(2) == 0 {
+					in.Email = ptr(strings.ToLower(strings.ReplaceAll(word(), "'", "")) + "." + strings.ToLower(strings.ReplaceAll(word(), "'", "")) + "@example.com")
+				}
+				in.HasItems = true
+				for i := range rnd.IntN(4) {
+					in.Items = append(in.Items, store.ItemInput{Index: i, SKU: searchSKUs[rnd.IntN(len(searchSKUs))],
+						Name: "thing", Quantity: strconv.Itoa(1 + rnd.IntN(3)), UnitPrice: strconv.Itoa(rnd.IntN(3)) + ".50"})
+				}
+				return in
+			}
+			for range 60 {
+				f.clock.Advance(time.Duration(rnd.IntN(3*24*3600)) * time.Second)
+				if _, err := f.s.Create(ctx, input()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 25 {
+				f.clock.Advance(time.Duration(rnd.IntN(24*3600)) * time.Second)
+				id := int64(1 + rnd.IntN(60))
+				in := input()
+				in.Status = ptr([]string{"pending", "confirmed", "cancelled"}[rnd.IntN(3)])
+				if _, err := f.s.Update(ctx, id, in, 0); err != nil && store.ErrorCode(err) != store.ENOTFOUND && store.ErrorCode(err) != store.EINVALID {
+					t.Fatal(err)
+				}
+			}
+			for range 6 {
+				if err := f.s.Delete(ctx, int64(1+rnd.IntN(60)), 0, 0); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+					t.Fatal(err)
+				}
+			}
+			var all []*store.Order
+			for id := int64(1); id <= 60; id++ {
+				if o, err := f.s.Get(ctx, id); err == nil {
+					all = append(all, o)
+				}
+			}
+
+			var queries []string
+			for _, w := range append(append([]string{}, searchWords...), searchSKUs...) {
+				lw := strings.ToLower(w)
+				for n := 1; n <= len(lw); n++ {
+					if !slices.Contains(queries, lw[:n]) {
+						queries = append(queries, lw[:n])
+					}
+				}
+			}
+			queries = append(queries, "anna.", "bob.bo", "1", "7", "60", "zzz", "ANN", "o'brien")
+			for _, q := range queries {
+				checkQuery(t, f, store.Query{Q: q}, oracleSearch(all, store.Query{Q: q}))
+			}
+			for _, q := range []string{"ann bo", "a b", "kbd ann", "12 a", "hop grace kbd-6", "1 a"} {
+				checkQuery(t, f, store.Query{Q: q}, oracleSearch(all, store.Query{Q: q}))
+			}
+			mid := all[len(all)/2].CreatedAt
+			from, to := mid.AddDate(0, 0, -20), mid.AddDate(0, 0, 10)
+			for _, q := range []store.Query{
+				{Q: "a", Status: store.Confirmed}, {Q: "ann", Status: store.Pending},
+				{Q: "b", From: from}, {Q: "bo", From: from, To: to, Status: store.Pending},
+			} {
+				checkQuery(t, f, q, oracleSearch(all, q))
+			}
+			for _, sort := range store.Sorts {
+				for _, q := range []store.Query{
+					{Sort: sort}, {Sort: sort, Status: store.Pending}, {Sort: sort, Status: store.Cancelled},
+					{Sort: sort, From: from}, {Sort: sort, To: to}, {Sort: sort, From: from, To: to, Status: store.Confirmed},
+					{Sort: sort, From: mid, To: mid},
+				} {
+					checkQuery(t, f, q, oracleSorted(all, q))
+				}
+			}
+		})
+	}
+}
+
+// TestSearchFoldsUnicode: case, accents and compatibility forms fold on both
+// sides; words split at anything that is not a letter or digit.
+func TestSearchFoldsUnicode(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			a := f.create(t, "Grace B. Hopper", func(in *store.Input) { in.Email = ptr("Grace.Hopper@Example.com") })
+			b := f.create(t, "Jürgen Straße")
+			c := f.create(t, "José O'Brien-Smith")
+			d := f.create(t, "Ann", func(in *store.Input) {
+				in.HasItems = true
+				in.Items = []store.ItemInput{{SKU: "KBD-60", Name: "k", Quantity: "1", UnitPrice: "1"}, {Index: 1, SKU: "KBD-61", Name: "k", Quantity: "1", UnitPrice: "1"}}
+			})
+			for _, c := range []struct {
+				q    string
+				want []int64
+			}{
+				{"hopper", []int64{a.ID}}, {"HOP", []int64{a.ID}}, {"b", []int64{a.ID, c.ID}}, {"grace.h", []int64{a.ID}},
+				{"grace.hopper@exa", []int64{a.ID}}, {"juergen", nil}, {"jurgen", []int64{b.ID}}, {"JÜRG", []int64{b.ID}},
+				{"strasse", []int64{b.ID}}, {"STRASS", []int64{b.ID}}, {"jose", []int64{c.ID}}, {"José", []int64{c.ID}},
+				{"Jose\u0301", []int64{c.ID}}, {"smith", []int64{c.ID}}, {"brien", []int64{c.ID}},
+				{"kbd", []int64{d.ID}}, {"kbd-6", []int64{d.ID}}, {"kbd-61", []int64{d.ID}}, {"kbd-62", nil},
+				{"grace hopper", []int64{a.ID}}, {"grace jose", nil},
+			} {
+				p := f.list(t, store.Query{Q: c.q})
+				if got := ids(p); !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) || p.Total != int64(len(c.want)) {
+					t.Errorf("search %q: got %v (total %d), want %v", c.q, got, p.Total, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestSearchOfManyTermsSaysWhenItStopped: a search that would examine more
+// than MaxCandidates orders stops there and says its total is a lower
+// bound; a selective one is exact.
+func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
+	tg := testutil.Targets(t)[0]
+	f := fresh(t, tg)
+	n := store.MaxCandidates + 1500
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				if _, err := f.s.Create(context.Background(), store.Input{Customer: ptr(fmt.Sprintf("Common Name %d", i))}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p := f.list(t, store.Query{Q: "common name"})
+	if !p.TotalIsLowerBound || p.Total != int64(store.MaxCandidates) || len(p.Orders) != store.DefaultPerPage {
+		t.Errorf(`"common name" over %d orders: total %d, lower bound %v, %d orders; want at least %d and a full page`,
+			n, p.Total, p.TotalIsLowerBound, len(p.Orders), store.MaxCandidates)
+	}
+	one := f.list(t, store.Query{Q: "common"})
+	if one.TotalIsLowerBound || one.Total != int64(n) {
+		t.Errorf(`"common": total %d, lower bound %v; want exactly %d`, one.Total, one.TotalIsLowerBound, n)
+	}
+	// "1234" is the word of one name and the id of another order: both,
+	// the order with that id first.
+	few := f.list(t, store.Query{Q: "common 1234"})
+	if few.TotalIsLowerBound || few.Total != 2 || len(few.Orders) != 2 || few.Orders[0].ID != 1234 || few.Orders[1].Customer != "Common Name 1234" {
+		t.Errorf(`"common 1234": %v, total %d, lower bound %v; want order 1234, then the one named "Common Name 1234"`, ids(few), few.Total, few.TotalIsLowerBound)
+	}
+}
