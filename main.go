@@ -154,6 +154,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.repair {
 		return repair(ctx, st, stdout)
 	}
+	// Data written by an earlier version gets this version's indexes.
+	if ran, r, err := st.Upgrade(ctx); err != nil {
+		return fmt.Errorf("upgrading the indexes: %w", err)
+	} else if ran {
+		log.Info("rebuilt the indexes for this version's layout", "layout", store.Layout, "report", r.String())
+	}
 	// On a Cluster, index changes a writer could not finish (a crash, a
 	// timeout) are settled by every instance within a few seconds.
 	go st.Reconcile(ctx, 0)

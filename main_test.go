@@ -207,8 +207,7 @@ func TestRepairFlagFixesTheIndexes(t *testing.T) {
 	snap := `{"format":"orders-snapshot-1","keys":{
 		"seq":{"string":"2"},
 		"o:{1}":{"hash":{"c":"Ada Lovelace","s":"p","v":"1","ca":"1767225600","ua":"1767225600"}},
-		"ix:id":{"zset":{"2":2}},
-		"ix:id:pending":{"zset":{"2":2}}}}`
+		"ix:{id}:pending":{"zset":{"2":2}}}}`
 	if err := os.WriteFile(data, []byte(snap), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +218,9 @@ func TestRepairFlagFixesTheIndexes(t *testing.T) {
 		}
 		return out.String()
 	}
-	if got := repair(); !strings.Contains(got, "1 records") || !strings.Contains(got, "4 missing index entries") ||
-		!strings.Contains(got, "2 dangling") || !strings.Contains(got, "2 records fixed") {
-		t.Errorf("first repair printed %q; want 1 record, 4 missing entries, 2 dangling, 2 records fixed", got)
+	if got := repair(); !strings.Contains(got, "1 records") || !strings.Contains(got, "7 missing index entries") ||
+		!strings.Contains(got, "1 dangling") || !strings.Contains(got, "2 records fixed") {
+		t.Errorf("first repair printed %q; want 1 record, 7 missing entries (created, updated, total, name twice, two words), 1 dangling, 2 records fixed", got)
 	}
 	if got := repair(); !strings.Contains(got, "0 missing index entries, 0 dangling, 0 stale") {
 		t.Errorf("second repair printed %q; want nothing wrong", got)
@@ -246,5 +245,50 @@ func TestRedisSingleHostPortIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-redis", "127.0.0.1:6379", "-data", ""}, func(string) string { return "" }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "redis://127.0.0.1:6379") {
 		t.Errorf("-redis 127.0.0.1:6379: got %v, want an error naming redis://127.0.0.1:6379", err)
+	}
+}
+
+// TestStartUpgradesAnOldLayout: a snapshot written by the previous version
+// (ix:id sets, no search terms) is listed, sorted and searched by any word
+// after a plain start, and the old keys are gone from the next snapshot.
+func TestStartUpgradesAnOldLayout(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "orders.json")
+	snap := `{"format":"orders-snapshot-1","keys":{
+		"seq":{"string":"2"},
+		"o:{1}":{"hash":{"c":"Ada Lovelace","s":"p","v":"1","ca":"1767225600","ua":"1767225600"}},
+		"o:{2}":{"hash":{"c":"Grace Hopper","s":"c","v":"2","ca":"1767312000","ua":"1767398400","0":"1 999 KBD-60 Keyboard"}},
+		"ix:id":{"zset":{"1":1,"2":2}},
+		"ix:id:pending":{"zset":{"1":1}},
+		"ix:id:confirmed":{"zset":{"2":2}},
+		"ix:name":{"zset":{"ada lovelace\u0000yy":0,"grace hopper\u0000yx":0}},
+		"ix:name:pending":{"zset":{"ada lovelace\u0000yy":0}},
+		"ix:name:confirmed":{"zset":{"grace hopper\u0000yx":0}}}}`
+	if err := os.WriteFile(data, []byte(snap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, stop := startRun(t, "-data", data)
+	for _, c := range []struct{ url, want string }{
+		{"/orders?q=lovelace", "Ada Lovelace"},
+		{"/orders?q=kbd", "Grace Hopper"},
+		{"/orders?sort=-total", "Grace Hopper"},
+		{"/orders?status=pending", "Ada Lovelace"},
+	} {
+		resp, err := http.Get(base + c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), c.want) {
+			t.Errorf("GET %s after the upgrade: %d, want %q listed", c.url, resp.StatusCode, c.want)
+		}
+	}
+	stop()
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Contains(s, `"ix:id"`) || strings.Contains(s, `"ix:id:pending"`) || !strings.Contains(s, `"layout"`) {
+		t.Errorf("the snapshot after the upgrade still has the old keys or no layout mark:\n%s", s)
 	}
 }

@@ -314,8 +314,8 @@ func TestCrashAtomicity(t *testing.T) {
 	searched := 0
 	for _, q := range []string{"a", "AL", "alice", "bob 1", "é", "ÉMILE", "zoë", "o'b", "carol 3-1", "b", "c", "z", "o"} {
 		searched += walk(url.Values{"q": {q}}, func(o orderJSON) error {
-			if !strings.HasPrefix(strings.ToLower(o.Customer), strings.ToLower(q)) {
-				return fmt.Errorf("customer %q does not start with %q", o.Customer, q)
+			if !matchesSearch(o, q) {
+				return fmt.Errorf("customer %q does not match %q", o.Customer, q)
 			}
 			return nil
 		})
@@ -510,6 +510,10 @@ func checkRedis(t *testing.T, ctx context.Context, rdb *redis.Client, fetched ma
 	idEntries := map[string]map[int64]bool{}   // key → ids
 	nameEntries := map[string]map[string]int{} // key → folded name → entries
 	for _, k := range indexKeys {
+		if strings.HasPrefix(k, "ix:{w}") {
+			// Search terms: the store's own tests hold them to an oracle.
+			continue
+		}
 		ms, err := rdb.ZRange(ctx, k, 0, -1).Result()
 		if err != nil {
 			t.Fatalf("ZRANGE %s: %v", k, err)
@@ -521,7 +525,7 @@ func checkRedis(t *testing.T, ctx context.Context, rdb *redis.Client, fetched ma
 		}
 		for _, m := range ms {
 			switch {
-			case k == "ix:id" || strings.HasPrefix(k, "ix:id:"):
+			case strings.HasPrefix(k, "ix:{id}:") || strings.HasPrefix(k, "ix:{up}:") || strings.HasPrefix(k, "ix:{tot}:"):
 				id, err := strconv.ParseInt(m, 10, 64)
 				if err != nil {
 					t.Errorf("%s: member %q is not an id", k, m)
@@ -562,7 +566,7 @@ func checkRedis(t *testing.T, ctx context.Context, rdb *redis.Client, fetched ma
 		}
 	}
 	for id, o := range fetched {
-		for _, k := range []string{"ix:id", "ix:id:" + o.Status} {
+		for _, k := range []string{"ix:{id}:" + o.Status, "ix:{up}:" + o.Status, "ix:{tot}:" + o.Status} {
 			if !idEntries[k][id] {
 				t.Errorf("order %d (%s) is missing from %s", id, o.Status, k)
 			}
@@ -574,8 +578,8 @@ func checkRedis(t *testing.T, ctx context.Context, rdb *redis.Client, fetched ma
 			}
 		}
 	}
-	if want := 4 * len(exists); entries != want {
-		t.Errorf("the indexes hold %d entries, want 4 per order = %d (a stale entry stayed behind)", entries, want)
+	if want := 5 * len(exists); entries != want {
+		t.Errorf("the indexes hold %d entries, want 5 per order = %d (a stale entry stayed behind)", entries, want)
 	}
 	t.Logf("Redis: %d order hashes, %d item hashes, %d index sets with %d entries checked", len(orderKeys), len(itemKeys), len(indexKeys), entries)
 }

@@ -279,15 +279,18 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	for _, st := range statuses {
 		checkList("status="+st, "status="+st, func(o orderJSON) bool { return o.Status == st })
 	}
-	// The name index, whole: the load's names start with K (created) or R
-	// (renamed), so q=k and q=r, with and without a status, walk all of it.
-	for _, prefix := range []string{"k", "r"} {
-		inName := func(o orderJSON) bool { return strings.HasPrefix(strings.ToLower(o.Customer), prefix) }
-		checkList("q="+prefix, "q="+prefix, inName)
+	// Every sort's indexes, whole, with and without a status.
+	for _, sort := range []string{"customer", "-updated", "total"} {
+		checkList("sort="+sort, "sort="+sort, func(orderJSON) bool { return true })
 		for _, st := range statuses {
-			checkList("q="+prefix+"&status="+st, "q="+prefix+"&status="+st,
-				func(o orderJSON) bool { return inName(o) && o.Status == st })
+			checkList("sort="+sort+"&status="+st, "sort="+sort+"&status="+st, func(o orderJSON) bool { return o.Status == st })
 		}
+	}
+	// The search terms: the load's names start with K (created) or R
+	// (renamed), so q=k and q=r walk the terms of every name (and the
+	// second words starting with k or r).
+	for _, prefix := range []string{"k", "r"} {
+		checkList("q="+prefix, "q="+prefix, func(o orderJSON) bool { return matchesSearch(o, prefix) })
 	}
 
 	// Name search by single words: every renamed order (by its name now,

@@ -87,7 +87,7 @@ func TestIssue8Findings(t *testing.T) {
 		if err := tg.Client.HSet(ctx, "o:{2}", "v", "3", "c", "Broken").Err(); err != nil {
 			t.Fatal(err)
 		}
-		tg.Client.ZAdd(ctx, "ix:id", redis.Z{Score: 2, Member: "2"})
+		tg.Client.ZAdd(ctx, "ix:{id}:pending", redis.Z{Score: 2, Member: "2"})
 		a.get(t, path(2), hJSON).wantStatus(t, http.StatusNotFound)
 		a.do(t, http.MethodPut, path(2), jsonBody(map[string]any{"customer": "x"}), hJSON).wantStatus(t, http.StatusNotFound)
 		r := a.get(t, "/orders", hJSON).wantStatus(t, http.StatusOK)

@@ -360,8 +360,8 @@ func TestAttackFenceOfMissingRecord(t *testing.T) {
 	f := fresh(t, tg)
 	ctx := context.Background()
 	must(t, tg.Client.HSet(ctx, f.prefix+"ix:intents", "o:999:abc",
-		fmt.Sprintf(`{"t":1,"e":[[%q,"999"],[%q,"999"]]}`, f.prefix+"ix:id", f.prefix+"ix:id:pending")).Err())
-	must(t, tg.Client.ZAdd(ctx, f.prefix+"ix:id", redis.Z{Score: 999, Member: "999"}).Err())
+		fmt.Sprintf(`{"t":1,"e":[[%q,"999"],[%q,"999"]]}`, f.prefix+"ix:{id}:pending", f.prefix+"ix:name")).Err())
+	must(t, tg.Client.ZAdd(ctx, f.prefix+"ix:{id}:pending", redis.Z{Score: 999, Member: "999"}).Err())
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go f.s.Reconcile(rctx, 0)
@@ -374,7 +374,7 @@ func TestAttackFenceOfMissingRecord(t *testing.T) {
 	}
 	n, _ := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result()
 	ex, _ := tg.Client.Exists(ctx, f.prefix+"o:{999}").Result()
-	card, _ := tg.Client.ZCard(ctx, f.prefix+"ix:id").Result()
+	card, _ := tg.Client.ZCard(ctx, f.prefix+"ix:{id}:pending").Result()
 	if n != 0 || ex != 0 || card != 0 {
 		t.Errorf("after settling an intent of a missing order: %d intents, record exists %d, ix:id %d entries; want 0, 0, 0", n, ex, card)
 	}
@@ -726,7 +726,7 @@ func TestAttackReconcilerIntentOnDamagedRecord(t *testing.T) {
 	o := f.create(t, "Ada Lovelace")
 	key := f.prefix + "o:{" + strconv.FormatInt(o.ID, 10) + "}"
 	must(t, tg.Client.HSet(ctx, f.prefix+"ix:intents", "o:"+strconv.FormatInt(o.ID, 10)+":abc",
-		fmt.Sprintf(`{"t":1,"e":[[%q,%q]]}`, f.prefix+"ix:id", strconv.FormatInt(o.ID, 10))).Err())
+		fmt.Sprintf(`{"t":1,"e":[[%q,%q]]}`, f.prefix+"ix:{id}:pending", strconv.FormatInt(o.ID, 10))).Err())
 	must(t, tg.Client.HDel(ctx, key, "c").Err())
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

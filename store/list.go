@@ -192,30 +192,159 @@ func (q Query) filter() func(o *Order) bool {
 	}
 }
 
-// sortIndex is the index of a sort in a status ("" for all): a score index
-// with decimal ids as members, or (customer) the lexicographic name index.
-func (s *Store) sortIndex(sort Sort, st Status) (key string, lex bool) {
-	switch sort.Field() {
-	case "customer":
-		return s.nameIndex(st), true
-	case "updated":
-		return s.updatedIndex(st), false
-	case "total":
-		return s.totalIndex(st), false
+// sortKeys are the sets a sort in a status ("" for all) reads: the name
+// index (lexicographic, one set for all statuses too), or one score set per
+// status whose members are decimal ids (merged for all statuses).
+func (s *Store) sortKeys(sort Sort, st Status) (keys []string, lex bool) {
+	if sort.Field() == "customer" {
+		return []string{s.nameIndex(st)}, true
 	}
-	return s.idIndex(st), false
+	key := s.idIndex
+	switch sort.Field() {
+	case "updated":
+		key = s.updatedIndex
+	case "total":
+		key = s.totalIndex
+	}
+	if st != "" {
+		return []string{key(st)}, false
+	}
+	for _, st := range Statuses {
+		keys = append(keys, key(st))
+	}
+	return keys, false
 }
 
-// listSorted reads one page of a sort's index by rank, and for the created
-// sort with dates, by rank within the dates' score range.
+// mergeScript returns the total and one page of the union of score sets
+// (KEYS, one per status) within a score range: ARGV offset, count, "1" for
+// descending, lo, hi (ZCOUNT bounds). Scores are integers below 2^53 and
+// almost all distinct (sorts add the id's low bits). Near the start it
+// merges the first offset+count of each set; deeper, a binary search over
+// the scores finds the page's first score S (each step one ZCOUNT per set,
+// O(log N) each; about 50 steps), then merges from S.
+var mergeScript = redis.NewScript(`
+local off, cnt, desc = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
+local lo, hi = ARGV[4], ARGV[5]
+local function fmt(x) return string.format('%.0f', x) end
+local total = 0
+for _, k in ipairs(KEYS) do total = total + redis.call('ZCOUNT', k, lo, hi) end
+local out = {total}
+if off >= total or cnt <= 0 then return out end
+local from, skip = nil, off
+if off + cnt > 256 then
+  local mn, mx
+  for _, k in ipairs(KEYS) do
+    local a = redis.call('ZRANGEBYSCORE', k, lo, hi, 'WITHSCORES', 'LIMIT', 0, 1)
+    local b = redis.call('ZREVRANGEBYSCORE', k, hi, lo, 'WITHSCORES', 'LIMIT', 0, 1)
+    if #a > 0 then
+      local x, y = tonumber(a[2]), tonumber(b[2])
+      if not mn or x < mn then mn = x end
+      if not mx or y > mx then mx = y end
+    end
+  end
+  local function count(a, b)
+    local n = 0
+    for _, k in ipairs(KEYS) do n = n + redis.call('ZCOUNT', k, a, b) end
+    return n
+  end
+  local l, h = mn, mx
+  if desc then
+    while l < h do
+      local mid = math.floor((l + h + 1) / 2)
+      if count(fmt(mid), hi) > off then l = mid else h = mid - 1 end
+    end
+    from = fmt(l)
+    skip = off - count('(' .. from, hi)
+  else
+    while l < h do
+      local mid = math.floor((l + h) / 2)
+      if count(lo, fmt(mid)) > off then h = mid else l = mid + 1 end
+    end
+    from = fmt(l)
+    skip = off - count(lo, '(' .. from)
+  end
+end
+local all = {}
+for _, k in ipairs(KEYS) do
+  local r
+  if desc then
+    r = redis.call('ZREVRANGEBYSCORE', k, from or hi, lo, 'WITHSCORES', 'LIMIT', 0, skip + cnt)
+  else
+    r = redis.call('ZRANGEBYSCORE', k, from or lo, hi, 'WITHSCORES', 'LIMIT', 0, skip + cnt)
+  end
+  for i = 1, #r, 2 do all[#all + 1] = {tonumber(r[i + 1]), r[i]} end
+end
+table.sort(all, function(a, b)
+  if a[1] ~= b[1] then
+    if desc then return a[1] > b[1] end
+    return a[1] < b[1]
+  end
+  if desc then return a[2] > b[2] end
+  return a[2] < b[2]
+end)
+for i = skip + 1, math.min(skip + cnt, #all) do out[#out + 1] = all[i][2] end
+return out
+`)
+
+// listSorted reads one page of a sort's index by rank (for the created
+// sort with dates, by rank within the dates' score range), or, for all
+// statuses of a score sort, merges the status sets (mergeScript).
 func (s *Store) listSorted(ctx context.Context, q Query, offset int64, keep func(*Order) bool, out *Page) error {
-	key, lex := s.sortIndex(q.Sort, q.Status)
-	desc := q.Sort.Desc()
-	count := int64(q.PerPage)
+	keys, lex := s.sortKeys(q.Sort, q.Status)
+	lo, hi := dayScores(q.From, q.To)
+	var (
+		members []string
+		err     error
+	)
+	if len(keys) > 1 {
+		out.Total, members, err = s.merged(ctx, keys, offset, int64(q.PerPage), q.Sort.Desc(), lo, hi)
+	} else {
+		out.Total, members, err = s.ranked(ctx, keys[0], offset, int64(q.PerPage), q.Sort.Desc(), lo, hi)
+	}
+	if err != nil {
+		return err
+	}
+	var lexMembers []string
+	if lex {
+		lexMembers = members
+	}
+	out.Orders, err = s.loadMany(ctx, sortedIDs(members, lex), lexMembers, q.Items, keep)
+	return err
+}
+
+// sortedIDs reads the ids of sort-index members.
+func sortedIDs(members []string, lex bool) []int64 {
+	ids := make([]int64, 0, len(members))
+	for _, m := range members {
+		var id int64
+		var ok bool
+		if lex {
+			id, ok = memberID(m)
+		} else {
+			id, ok = ParseID(m)
+		}
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// merged is one page of the union of score sets within [lo, hi].
+func (s *Store) merged(ctx context.Context, keys []string, offset, count int64, desc bool, lo, hi float64) (int64, []string, error) {
+	d := "0"
+	if desc {
+		d = "1"
+	}
+	return scriptPage(mergeScript.Run(ctx, s.rdb, keys, offset, count, d, scoreArg(lo, false), scoreArg(hi, false)))
+}
+
+// ranked is one page of one set by rank: the whole set, or for a score
+// range (dates), the ranks within it.
+func (s *Store) ranked(ctx context.Context, key string, offset, count int64, desc bool, lo, hi float64) (int64, []string, error) {
 	var base int64 // the rank the range starts at
 	var totalCmd *redis.IntCmd
-	if !q.From.IsZero() || !q.To.IsZero() {
-		lo, hi := dayScores(q.From, q.To)
+	if !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
 		var before *redis.IntCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			totalCmd = p.ZCount(ctx, key, scoreArg(lo, false), scoreArg(hi, false))
@@ -227,14 +356,13 @@ func (s *Store) listSorted(ctx context.Context, q Query, offset int64, keep func
 			return nil
 		})
 		if err != nil {
-			return wrap(err)
+			return 0, nil, wrap(err)
 		}
 		base = before.Val()
-		out.Total = totalCmd.Val()
-		if offset >= out.Total {
-			return nil
+		if offset >= totalCmd.Val() {
+			return totalCmd.Val(), nil, nil
 		}
-		count = min(count, out.Total-offset)
+		count = min(count, totalCmd.Val()-offset)
 	}
 	var rangeCmd *redis.StringSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -250,28 +378,9 @@ func (s *Store) listSorted(ctx context.Context, q Query, offset int64, keep func
 		return nil
 	})
 	if err != nil {
-		return wrap(err)
+		return 0, nil, wrap(err)
 	}
-	if out.Total == 0 {
-		out.Total = totalCmd.Val()
-	}
-	ids := make([]int64, 0, len(rangeCmd.Val()))
-	var lexMembers []string
-	for _, m := range rangeCmd.Val() {
-		var id int64
-		var ok bool
-		if lex {
-			id, ok = memberID(m)
-			lexMembers = append(lexMembers, m)
-		} else {
-			id, ok = ParseID(m)
-		}
-		if ok {
-			ids = append(ids, id)
-		}
-	}
-	out.Orders, err = s.loadMany(ctx, ids, lexMembers, q.Items, keep)
-	return err
+	return totalCmd.Val(), rangeCmd.Val(), nil
 }
 
 // scoreArg writes a score bound for ZCOUNT, exclusive when open is set.
@@ -380,35 +489,22 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 // sortedCandidates returns up to MaxCandidates ids in the query's sort (in
 // its status), and whether there are more: one round trip.
 func (s *Store) sortedCandidates(ctx context.Context, q Query) ([]int64, bool, error) {
-	key, lex := s.sortIndex(q.Sort, q.Status)
-	var ms *redis.StringSliceCmd
-	var card *redis.IntCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if q.Sort.Desc() {
-			ms = p.ZRevRange(ctx, key, 0, MaxCandidates-1)
-		} else {
-			ms = p.ZRange(ctx, key, 0, MaxCandidates-1)
-		}
-		card = p.ZCard(ctx, key)
-		return nil
-	})
+	keys, lex := s.sortKeys(q.Sort, q.Status)
+	var (
+		total int64
+		ms    []string
+		err   error
+	)
+	all := math.Inf(1)
+	if len(keys) > 1 {
+		total, ms, err = s.merged(ctx, keys, 0, MaxCandidates, q.Sort.Desc(), -all, all)
+	} else {
+		total, ms, err = s.ranked(ctx, keys[0], 0, MaxCandidates, q.Sort.Desc(), -all, all)
+	}
 	if err != nil {
-		return nil, false, wrap(err)
+		return nil, false, err
 	}
-	ids := make([]int64, 0, len(ms.Val()))
-	for _, m := range ms.Val() {
-		var id int64
-		var ok bool
-		if lex {
-			id, ok = memberID(m)
-		} else {
-			id, ok = ParseID(m)
-		}
-		if ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids, card.Val() > int64(len(ms.Val())), nil
+	return sortedIDs(ms, lex), total > int64(len(ms)), nil
 }
 
 // listExamined fills out with the candidates ids keep accepts.

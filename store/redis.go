@@ -89,29 +89,18 @@ func (s *Store) orderKey(id int64) string {
 	return s.prefix + "o:{" + strconv.FormatInt(id, 10) + "}"
 }
 func (s *Store) seqKey() string { return s.prefix + "seq" }
-func (s *Store) idIndex(st Status) string {
-	if st == "" {
-		return s.prefix + "ix:id"
-	}
-	return s.prefix + "ix:id:" + string(st)
-}
+
+// The created (ix:{id}:<status>), updated and total indexes exist per status
+// only: each sort's five sets share a hash tag, and a page of all statuses
+// merges them (mergeScript, list.go). Their members are decimal ids.
+func (s *Store) idIndex(st Status) string      { return s.prefix + "ix:{id}:" + string(st) }
+func (s *Store) updatedIndex(st Status) string { return s.prefix + "ix:{up}:" + string(st) }
+func (s *Store) totalIndex(st Status) string   { return s.prefix + "ix:{tot}:" + string(st) }
 func (s *Store) nameIndex(st Status) string {
 	if st == "" {
 		return s.prefix + "ix:name"
 	}
 	return s.prefix + "ix:name:" + string(st)
-}
-func (s *Store) updatedIndex(st Status) string {
-	if st == "" {
-		return s.prefix + "ix:up"
-	}
-	return s.prefix + "ix:up:" + string(st)
-}
-func (s *Store) totalIndex(st Status) string {
-	if st == "" {
-		return s.prefix + "ix:tot"
-	}
-	return s.prefix + "ix:tot:" + string(st)
 }
 
 // timeScore is a time's score in the created and updated indexes: Unix
@@ -119,6 +108,17 @@ func (s *Store) totalIndex(st Status) string {
 // second sort by id (exact in a float64 until the year 2106).
 func timeScore(t time.Time, id int64) float64 {
 	return float64(t.Unix()<<21 | id&(1<<21-1))
+}
+
+// totalScore is a total's score in the total indexes: cents times 2^20 plus
+// the id's low 20 bits, so that equal totals sort by id. It is exact below
+// 2^33 cents (85,899,345.92); above, totals sort to within 2^-20 of their
+// size.
+func totalScore(m Money, id int64) float64 {
+	if m < 1<<33 {
+		return float64(int64(m)<<20 | id&(1<<20-1))
+	}
+	return float64(m) * (1 << 20)
 }
 
 // dayScores are the scores of the first and last instants of the UTC days
@@ -423,8 +423,8 @@ var orders = &kind[Order]{
 	entries: (*Store).orderEntries,
 	indexes: func(s *Store) []indexKey {
 		byID := func(m string) (int64, bool) { return ParseID(m) }
-		var keys []indexKey
-		for _, st := range append([]Status{""}, Statuses...) {
+		keys := []indexKey{{s.nameIndex(""), memberID}}
+		for _, st := range Statuses {
 			keys = append(keys, indexKey{s.idIndex(st), byID}, indexKey{s.nameIndex(st), memberID},
 				indexKey{s.updatedIndex(st), byID}, indexKey{s.totalIndex(st), byID})
 		}
@@ -438,24 +438,19 @@ var orders = &kind[Order]{
 
 func init() { kinds[orders.name] = orders }
 
-// orderEntries lists the index entries of o: by created time (ix:id), name,
-// updated time and total, each in the whole collection and in o's status,
-// and its search terms (search.go).
+// orderEntries lists the index entries of o: in its status, by created
+// time, updated time and total; by name, in its status and in the whole
+// collection; and its search terms (search.go).
 func (s *Store) orderEntries(o *Order) []ixEntry {
 	idm := strconv.FormatInt(o.ID, 10)
 	nm := nameMember(o.Customer, o.ID)
-	created, updated := timeScore(o.CreatedAt, o.ID), timeScore(o.UpdatedAt, o.ID)
-	total := float64(o.Total)
 	out := make([]ixEntry, 0, 16)
 	out = append(out,
-		ixEntry{s.idIndex(""), idm, created},
-		ixEntry{s.idIndex(o.Status), idm, created},
+		ixEntry{s.idIndex(o.Status), idm, timeScore(o.CreatedAt, o.ID)},
+		ixEntry{s.updatedIndex(o.Status), idm, timeScore(o.UpdatedAt, o.ID)},
+		ixEntry{s.totalIndex(o.Status), idm, totalScore(o.Total, o.ID)},
 		ixEntry{s.nameIndex(""), nm, 0},
 		ixEntry{s.nameIndex(o.Status), nm, 0},
-		ixEntry{s.updatedIndex(""), idm, updated},
-		ixEntry{s.updatedIndex(o.Status), idm, updated},
-		ixEntry{s.totalIndex(""), idm, total},
-		ixEntry{s.totalIndex(o.Status), idm, total},
 	)
 	return s.termEntries(o, out)
 }

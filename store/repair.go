@@ -261,3 +261,45 @@ func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(keys []str
 	}
 	return scan(ctx, s.rdb)
 }
+
+// Layout names the index layout this code writes (docs/data.md): 2 had
+// ix:id and ix:name (each also per status); 3 has the created, updated and
+// total sets per status only, ix:name, and the search terms.
+const Layout = "3"
+
+func (s *Store) layoutKey() string { return s.prefix + "layout" }
+
+// Upgrade brings data written by an earlier version to this layout: when
+// the store has handed out ids but holds no mark of this layout, it
+// rebuilds every record's index entries (Repair, safe beside live writers)
+// and deletes the keys only the old layout used, then writes the mark.
+// ran says whether it rebuilt anything.
+func (s *Store) Upgrade(ctx context.Context) (ran bool, r RepairReport, err error) {
+	got, err := s.rdb.Get(ctx, s.layoutKey()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, r, wrap(err)
+	}
+	if got == Layout {
+		return false, r, nil
+	}
+	n, err := s.rdb.Exists(ctx, s.seqKey()).Result()
+	if err != nil {
+		return false, r, wrap(err)
+	}
+	if n > 0 {
+		if r, err = s.Repair(ctx, true); err != nil {
+			return true, r, err
+		}
+		old := []string{s.prefix + "ix:id"}
+		for _, st := range Statuses {
+			old = append(old, s.prefix+"ix:id:"+string(st))
+		}
+		for _, k := range old {
+			// One key at a time: on a Cluster they live in different slots.
+			if err := s.rdb.Del(ctx, k).Err(); err != nil {
+				return true, r, wrap(err)
+			}
+		}
+	}
+	return n > 0, r, wrap(s.rdb.Set(ctx, s.layoutKey(), Layout, 0).Err())
+}

@@ -46,8 +46,8 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 			var left []string
 			for i := 0; i < 50; i++ {
 				left = left[:0]
-				for _, key := range []string{"ix:id", "ix:id:pending", "ix:name", "ix:name:pending",
-					"ix:up", "ix:up:pending", "ix:tot", "ix:tot:pending", "ix:{w}"} {
+				for _, key := range []string{"ix:{id}:pending", "ix:name", "ix:name:pending",
+					"ix:{up}:pending", "ix:{tot}:pending", "ix:{w}"} {
 					ms, err := tg.Client.ZRange(ctx, f.prefix+key, 0, -1).Result()
 					if err != nil {
 						t.Fatal(err)

@@ -142,8 +142,7 @@ func oracleSorted(all []*store.Order, q store.Query) []int64 {
 			if a.Total != b.Total {
 				return int(a.Total - b.Total)
 			}
-			// Equal totals: by id as text (the index's member order).
-			return strings.Compare(strconv.FormatInt(a.ID, 10), strconv.FormatInt(b.ID, 10))
+			return int(a.ID - b.ID) // equal totals: by id
 		},
 		"customer": func(a, b *store.Order) int {
 			if c := strings.Compare(strings.ToLower(a.Customer), strings.ToLower(b.Customer)); c != 0 {
@@ -360,5 +359,59 @@ func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
 	few := f.list(t, store.Query{Q: "common 1234"})
 	if few.TotalIsLowerBound || few.Total != 2 || len(few.Orders) != 2 || few.Orders[0].ID != 1234 || few.Orders[1].Customer != "Common Name 1234" {
 		t.Errorf(`"common 1234": %v, total %d, lower bound %v; want order 1234, then the one named "Common Name 1234"`, ids(few), few.Total, few.TotalIsLowerBound)
+	}
+}
+
+// TestSortedPagesDeepInTheMerge: past the first 256 orders, a page of all
+// statuses in a score sort is found by a binary search over the scores of
+// the five status sets; seeded orders (many equal totals) agree with the
+// oracle on every page and at single deep offsets.
+func TestSortedPagesDeepInTheMerge(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			const n = 700
+			if _, err := f.s.Seed(ctx, n, rand.New(rand.NewPCG(3, 4))); err != nil {
+				t.Fatal(err)
+			}
+			var all []*store.Order
+			for id := int64(1); id <= n; id++ {
+				o, err := f.s.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, o)
+			}
+			mid := all[n/2].CreatedAt
+			for _, sort := range store.Sorts {
+				for _, q := range []store.Query{{Sort: sort}, {Sort: sort, From: mid.AddDate(0, -2, 0), To: mid.AddDate(0, 2, 0)}} {
+					want := oracleSorted(all, q)
+					for _, pp := range []int{97, 100} {
+						var got []int64
+						for page := 1; page <= n/pp+2; page++ {
+							q.Page, q.PerPage = page, pp
+							p := f.list(t, q)
+							if p.Total != int64(len(want)) {
+								t.Fatalf("sort %s per_page %d page %d: total %d, want %d", sort, pp, page, p.Total, len(want))
+							}
+							got = append(got, ids(p)...)
+						}
+						if !slices.Equal(got, want) {
+							t.Errorf("sort %s from %v per_page %d, pages joined:\n got %v\nwant %v", sort, q.From, pp, got, want)
+						}
+					}
+					for _, off := range []int{255, 256, 300, 555, len(want) - 1} {
+						if off >= len(want) {
+							continue
+						}
+						q.Page, q.PerPage = off+1, 1
+						if got := ids(f.list(t, q)); len(got) != 1 || got[0] != want[off] {
+							t.Errorf("sort %s from %v, order number %d: got %v, want %d", sort, q.From, off+1, got, want[off])
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -300,7 +300,17 @@ func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand
 
 // Count returns how many orders the collection holds.
 func (s *Store) Count(ctx context.Context) (int64, error) {
-	n, err := s.rdb.ZCard(ctx, s.idIndex("")).Result()
+	cmds := make([]*redis.IntCmd, len(Statuses))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range Statuses {
+			cmds[i] = p.ZCard(ctx, s.idIndex(st))
+		}
+		return nil
+	})
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
 	return n, wrap(err)
 }
 

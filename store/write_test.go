@@ -288,9 +288,9 @@ func TestRepairFindsAndFixesEveryDrift(t *testing.T) {
 			c := tg.Client
 			// a lost its entry in the id index; 9999 has entries but no order;
 			// b has a stale entry in the confirmed index; 77 is a damaged hash.
-			must(t, c.ZRem(ctx, f.prefix+"ix:id", strconv.FormatInt(a.ID, 10)).Err())
-			must(t, c.ZAdd(ctx, f.prefix+"ix:id:pending", redis.Z{Score: 9999, Member: "9999"}).Err())
-			must(t, c.ZAdd(ctx, f.prefix+"ix:id:confirmed", redis.Z{Score: float64(b.ID), Member: strconv.FormatInt(b.ID, 10)}).Err())
+			must(t, c.ZRem(ctx, f.prefix+"ix:{id}:pending", strconv.FormatInt(a.ID, 10)).Err())
+			must(t, c.ZAdd(ctx, f.prefix+"ix:{id}:pending", redis.Z{Score: 9999, Member: "9999"}).Err())
+			must(t, c.ZAdd(ctx, f.prefix+"ix:{id}:confirmed", redis.Z{Score: float64(b.ID), Member: strconv.FormatInt(b.ID, 10)}).Err())
 			must(t, c.HSet(ctx, f.prefix+"o:{77}", "v", "3", "c", "Damaged").Err())
 
 			r, err := f.s.Repair(ctx, false)

@@ -108,18 +108,40 @@ func sizes(ctx context.Context, rdb *redis.Client, wrote int) {
 		}
 	}
 	var sum, hashes, notListpack int64
-	for _, k := range []string{"ix:id", "ix:name"} {
+	var keys []string
+	for _, k := range []string{"ix:{id}", "ix:name", "ix:{up}", "ix:{tot}"} {
 		for _, s := range append([]store.Status{""}, store.Statuses...) {
 			key := k
 			if s != "" {
 				key += ":" + string(s)
+			} else if key != "ix:name" {
+				continue // per status only
 			}
-			u, _ := rdb.MemoryUsage(ctx, key, 0).Result()
-			c, _ := rdb.ZCard(ctx, key).Result()
-			enc, _ := rdb.ObjectEncoding(ctx, key).Result()
-			sum += u
+			keys = append(keys, key)
+		}
+	}
+	keys = append(keys, "ix:{w}")
+	for d := 1; d <= 16; d++ {
+		keys = append(keys, "ix:{w}:d"+strconv.Itoa(d))
+	}
+	group := map[string]int64{}
+	for _, key := range keys {
+		u, _ := rdb.MemoryUsage(ctx, key, 0).Result()
+		c, _ := rdb.ZCard(ctx, key).Result()
+		enc, _ := rdb.ObjectEncoding(ctx, key).Result()
+		sum += u
+		g, _, _ := strings.Cut(strings.Trim(strings.TrimPrefix(key, "ix:"), "{}"), ":")
+		g = strings.Trim(g, "{}")
+		if strings.HasPrefix(key, "ix:{w}:d") {
+			g = "{w}:d*"
+		}
+		group[g] += u
+		if c > 0 {
 			fmt.Printf("  %-20s %8d entries %10d bytes %6.1f per entry (%s)\n", key, c, u, float64(u)/float64(max(c, 1)), enc)
 		}
+	}
+	for _, g := range []string{"id", "name", "up", "tot", "w", "{w}:d*"} {
+		fmt.Printf("  ix:%-8s (with its per-status sets) %6.1f bytes per order\n", g, float64(group[g])/float64(wrote))
 	}
 	// The order hashes: a sample of MEMORY USAGE, scaled.
 	const samples = 1000
