@@ -6,7 +6,8 @@
 // A case is "name=…|url=…" plus optional "pid=…" (the server's process, whose
 // CPU time per request is reported), "ids=N" (the {id} in the URL is a random
 // 1…N), "pages=N" ({page}: a random 1…N) and "c=N" (its own concurrency).
-// {q} is a random customer-name prefix. Every request is bounded: each run
+// {q} is a random customer-name prefix, {word} a random prefix of any word
+// of a demo name, {sku} a random prefix of a demo SKU. Every request is bounded: each run
 // stops after -d or -n requests, whichever comes first, and every request
 // has a 5 s timeout. Only loopback addresses are accepted.
 //
@@ -67,6 +68,13 @@ type multi []string
 
 func (m *multi) String() string     { return strings.Join(*m, " ") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// words are prefixes of any word of a demo name (first or last, the
+// search of issue 9), skus prefixes of the demo SKUs.
+var (
+	words = []string{"ada", "hop", "lov", "tur", "knu", "ritch", "grace", "wirth", "berners", "ham", "ma", "jo", "lis", "perl"}
+	skus  = []string{"kbd", "tee", "mug-01", "nb", "pen-3", "btl", "usb-c", "lmp", "stk-1", "cap"}
+)
 
 var prefixes = []string{"ad", "al", "gr", "li", "ma", "ke", "ba", "de", "fr", "ed", "ra", "do", "he", "jo",
 	"ka", "ni", "sh", "ti", "so", "yu", "ada", "grace h", "ken t", "margaret"}
@@ -217,7 +225,7 @@ func parseCase(spec string, conc int) (caseSpec, error) {
 	if s.name == "" || s.url == "" || s.ids < 1 || s.pages < 1 || s.c < 1 || s.c > 256 {
 		return s, fmt.Errorf("case %q: needs name= and url=, and positive ids, pages, c (at most 256)", spec)
 	}
-	u, err := url.Parse(strings.NewReplacer("{id}", "1", "{page}", "1", "{q}", "a").Replace(s.url))
+	u, err := url.Parse(strings.NewReplacer("{id}", "1", "{page}", "1", "{q}", "a", "{word}", "a", "{sku}", "a").Replace(s.url))
 	if err != nil {
 		return s, fmt.Errorf("case %q: %v", spec, err)
 	}
@@ -317,6 +325,12 @@ func expand(b []byte, s caseSpec, rnd *rand.Rand) []byte {
 		case strings.HasPrefix(u, "{page}"):
 			b = strconv.AppendInt(b, 1+rnd.Int64N(s.pages), 10)
 			u = u[6:]
+		case strings.HasPrefix(u, "{word}"):
+			b = append(b, url.QueryEscape(words[rnd.IntN(len(words))])...)
+			u = u[6:]
+		case strings.HasPrefix(u, "{sku}"):
+			b = append(b, url.QueryEscape(skus[rnd.IntN(len(skus))])...)
+			u = u[5:]
 		case strings.HasPrefix(u, "{q}"):
 			b = append(b, url.QueryEscape(prefixes[rnd.IntN(len(prefixes))])...)
 			u = u[3:]
