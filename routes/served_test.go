@@ -365,3 +365,30 @@ func TestMetaDescription(t *testing.T) {
 	// Fragments have no head.
 	a.get(t, "/orders", hHX).wantLacks(t, `name="description"`)
 }
+
+// BenchmarkCompressPage: the cost of compressing the list page per request
+// at the dynamic levels (docs/performance.md, Lighthouse section).
+func BenchmarkCompressPage(b *testing.B) {
+	a := newTestApp(b, "miniredis", testutil.NewStore(b, testutil.Miniredis(b)))
+	for i := 0; i < 25; i++ {
+		a.create(b, map[string]any{"customer": "Customer " + itoa(int64(i)), "items": []any{item("Keyboard", 2, "49.50")}})
+	}
+	page := []byte(a.get(b, "/orders", hPage).body)
+	for _, c := range []struct {
+		name string
+		f    func() []byte
+	}{
+		{"br4", func() []byte { return fasthttp.AppendBrotliBytesLevel(nil, page, dynamicBrotliLevel) }},
+		{"gzip6", func() []byte { return fasthttp.AppendGzipBytesLevel(nil, page, dynamicGzipLevel) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(page)))
+			var n int
+			for b.Loop() {
+				n = len(c.f())
+			}
+			b.ReportMetric(float64(n), "out-bytes")
+			b.ReportMetric(float64(len(page)), "in-bytes")
+		})
+	}
+}
