@@ -57,10 +57,20 @@ func chromiumPath(t *testing.T) string {
 // embedded store, and returns its base URL ("http://127.0.0.1:port").
 func serve(t *testing.T) (string, *store.Store) {
 	t.Helper()
+	return serveWith(t, store.Options{})
+}
+
+// serveWith is serve over a store with the given options (a clock), its
+// Redis client with the given hooks (a delay).
+func serveWith(t *testing.T, opts store.Options, hooks ...redis.Hook) (string, *store.Store) {
+	t.Helper()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	for _, h := range hooks {
+		rdb.AddHook(h)
+	}
 	t.Cleanup(func() { rdb.Close() })
-	st := store.New(rdb, store.Options{})
+	st := store.New(rdb, opts)
 	app, err := routes.New(routes.Config{Store: st, Views: os.DirFS(".."), Public: os.DirFS("../public"),
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -79,8 +89,14 @@ func serve(t *testing.T) (string, *store.Store) {
 // JavaScript on or off.
 func start(t *testing.T, javascript bool) *env {
 	t.Helper()
+	return startWith(t, javascript, store.Options{})
+}
+
+// startWith is start over a store with the given options and Redis hooks.
+func startWith(t *testing.T, javascript bool, so store.Options, hooks ...redis.Hook) *env {
+	t.Helper()
 	exe := chromiumPath(t)
-	base, st := serve(t)
+	base, st := serveWith(t, so, hooks...)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),

@@ -3,7 +3,6 @@ package routes
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -24,6 +23,11 @@ type orderHandlers struct {
 //     with the row, GET /orders/<id>/edit with the row's inline form, PUT
 //     with the row again (or its form with errors), DELETE with no content.
 const targetResults = "order-results"
+
+// resultsChanged is the event that makes #order-results fetch its page
+// again (its hx-trigger): sent with HX-Trigger after a row's delete.
+const resultsChanged = "orders-changed"
+
 
 func rowTarget(id int64) string { return "order-row-" + strconv.FormatInt(id, 10) }
 
@@ -58,77 +62,6 @@ func (o *orderHandlers) memberOrder(c *fiber.Ctx) (repr, *store.Order, error) {
 	return r, ord, err
 }
 
-// listView is the List or Inquiry page.
-type listView struct {
-	Path    string // /orders or /orders/inquiry
-	Inquiry bool
-	Q       string
-	Status  string
-	PerPage int
-	Page    store.Page
-	Prev    string
-	Next    string
-	From    int64
-	To      int64
-}
-
-// PageURL returns the URL of page p with the same query.
-func (l *listView) PageURL(p int) string {
-	v := url.Values{}
-	if l.Q != "" {
-		v.Set("q", l.Q)
-	}
-	if l.Status != "" {
-		v.Set("status", l.Status)
-	}
-	if l.PerPage != store.DefaultPerPage {
-		v.Set("per_page", strconv.Itoa(l.PerPage))
-	}
-	if p > 1 {
-		v.Set("page", strconv.Itoa(p))
-	}
-	if len(v) == 0 {
-		return l.Path
-	}
-	return l.Path + "?" + v.Encode()
-}
-
-func parseQuery(c *fiber.Ctx) (store.Query, error) {
-	q := store.Query{Q: c.Query("q"), Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
-	if q.Status != "" && !q.Status.Valid() {
-		return q, badRequest("status must be one of pending, confirmed, shipped, delivered, cancelled")
-	}
-	num := func(name string) (int, error) {
-		s := strings.TrimSpace(c.Query(name))
-		if s == "" {
-			return 0, nil
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			if e, ok := err.(*strconv.NumError); ok && e.Err == strconv.ErrRange {
-				if strings.HasPrefix(s, "-") {
-					return -1, nil
-				}
-				return 1 << 30, nil
-			}
-			return 0, badRequest("%s must be a whole number", name)
-		}
-		return n, nil
-	}
-	var err error
-	if q.Page, err = num("page"); err != nil {
-		return q, err
-	}
-	if q.PerPage, err = num("per_page"); err != nil {
-		return q, err
-	}
-	if q.PerPage == 0 && c.Query("per_page") != "" {
-		q.PerPage = 1 // "0" clamps to the lowest page size
-	}
-	q.Normalize()
-	return q, nil
-}
-
 func (o *orderHandlers) list(c *fiber.Ctx) error    { return o.collection(c, false) }
 func (o *orderHandlers) inquiry(c *fiber.Ctx) error { return o.collection(c, true) }
 
@@ -142,27 +75,17 @@ func (o *orderHandlers) collection(c *fiber.Ctx, inquiry bool) error {
 		return err
 	}
 	q.Items = inquiry
-	page, err := o.store.List(c.UserContext(), q)
-	if err != nil {
-		return err
-	}
-	l := &listView{Path: "/orders", Inquiry: inquiry, Q: q.Q, Status: string(q.Status), PerPage: q.PerPage, Page: page}
+	path := "/orders"
 	if inquiry {
-		l.Path = "/orders/inquiry"
+		path = "/orders/inquiry"
 	}
-	// Pages counted without multiplying (a huge page number must not
-	// overflow into a next link); past the end, prev leads to the last page.
-	pages := max((page.Total+int64(page.PerPage)-1)/int64(page.PerPage), 1)
-	if page.Page > 1 {
-		l.Prev = l.PageURL(int(min(int64(page.Page-1), pages)))
+	page := store.Page{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}
+	if !emptyRange(q) {
+		if page, err = o.store.List(c.UserContext(), q); err != nil {
+			return err
+		}
 	}
-	if int64(page.Page) < pages {
-		l.Next = l.PageURL(page.Page + 1)
-	}
-	if len(page.Orders) > 0 {
-		l.From = int64(page.Page-1)*int64(page.PerPage) + 1
-		l.To = l.From + int64(len(page.Orders)) - 1
-	}
+	l := newListView(path, inquiry, q, strings.TrimSpace(c.Query("sort")) != "", page)
 	if r == reprJSON {
 		var entries any = page.Orders
 		if !inquiry {
@@ -173,15 +96,16 @@ func (o *orderHandlers) collection(c *fiber.Ctx, inquiry bool) error {
 			entries = s
 		}
 		return sendJSON(c, fiber.StatusOK, listJSON{entries, page.Page, page.PerPage, page.Total,
-			nullable(l.Prev), nullable(l.Next)})
+			page.TotalIsLowerBound, nullable(l.Prev), nullable(l.Next)})
 	}
-	v := &view{Title: "Orders", Nav: "orders", List: l}
+	v := &view{Title: l.Title(), Nav: "orders", List: l}
 	partial := "partials/orders/list"
 	if inquiry {
-		v.Title, v.Nav, partial = "Inquiry", "inquiry", "partials/orders/inquiry"
+		v.Nav, partial = "inquiry", "partials/orders/inquiry"
 	}
 	if r == reprFragment && hxTarget(c) == targetResults {
 		partial += "_results"
+		l.ResultsOnly = true
 	}
 	return renderAs(c, r, fiber.StatusOK, partial, v, nil)
 }
@@ -192,8 +116,11 @@ type listJSON struct {
 	Page    int   `json:"page"`
 	PerPage int   `json:"per_page"`
 	Total   int64 `json:"total"`
-	Prev    any   `json:"prev"`
-	Next    any   `json:"next"`
+	// TotalIsLowerBound: a search of several terms stopped early and there
+	// are at least Total matches.
+	TotalIsLowerBound bool `json:"total_is_lower_bound"`
+	Prev              any  `json:"prev"`
+	Next              any  `json:"next"`
 }
 
 func nullable(s string) any {
@@ -503,7 +430,10 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 	case r == reprJSON:
 		return c.SendStatus(fiber.StatusNoContent)
 	case r == reprFragment && hxTarget(c) == rowTarget(id):
-		// The row removes itself; only the notice travels.
+		// The row removes itself; only the notice travels. The List's
+		// results then fetch themselves again (their hx-trigger), so the
+		// count and the page are right after the delete (issue 9 #8).
+		c.Set("HX-Trigger", `{"`+resultsChanged+`": {"target": "#`+targetResults+`"}}`)
 		return renderAs(c, r, fiber.StatusOK, "partials/notice", &view{Notice: notice}, nil)
 	case r == reprFragment:
 		// From the order's own page: there is nothing left to show there.

@@ -117,6 +117,29 @@ type view struct {
 	Form  *orderForm
 	List  *listView
 	Error *errorView
+
+	// TitleSwap says a fragment replaces a page-sized part (#main or the
+	// results): it carries the document title, which htmx applies (it takes
+	// a <title> from any response it swaps). Row fragments carry none.
+	TitleSwap bool
+}
+
+// DocTitle is the document title: "<Title> · Orders", or the site name alone.
+func (v *view) DocTitle() string {
+	if v.Title == "" {
+		return "Orders"
+	}
+	return v.Title + " · Orders"
+}
+
+// titleSwap reports whether an htmx request swaps a page-sized part: the
+// main element, the List or Inquiry results, or (no HX-Target) the body.
+func titleSwap(c *fiber.Ctx) bool {
+	switch hxTarget(c) {
+	case "main", targetResults:
+		return true
+	}
+	return c.Get("HX-Target") == ""
 }
 
 type errorView struct {
@@ -143,6 +166,7 @@ func renderAs(c *fiber.Ctx, r repr, status int, partial string, v *view, data an
 	case reprJSON:
 		return sendJSON(c, status, data)
 	case reprFragment:
+		v.TitleSwap = titleSwap(c)
 		c.Status(status)
 		return c.Render(partial, v, layoutBare)
 	default:

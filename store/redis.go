@@ -26,6 +26,42 @@ type Store struct {
 	health  func() error
 	log     *slog.Logger
 	ready   readyCache
+	keys    indexNames
+}
+
+// indexNames are the index keys with the prefix, made once (a write or a
+// seeded order names a dozen of them).
+type indexNames struct {
+	id, up, tot, name map[Status]string
+	term              string
+	dup               [dupDepth + 1]string
+}
+
+func (s *Store) makeIndexNames() {
+	k := &s.keys
+	k.id, k.up, k.tot, k.name = map[Status]string{}, map[Status]string{}, map[Status]string{}, map[Status]string{}
+	k.name[""] = s.prefix + "ix:name"
+	for _, st := range Statuses {
+		k.id[st] = s.prefix + "ix:{id}:" + string(st)
+		k.up[st] = s.prefix + "ix:{up}:" + string(st)
+		k.tot[st] = s.prefix + "ix:{tot}:" + string(st)
+		k.name[st] = s.prefix + "ix:name:" + string(st)
+	}
+	k.term = s.prefix + "ix:{w}"
+	for d := 1; d <= dupDepth; d++ {
+		k.dup[d] = s.prefix + "ix:{w}:d" + strconv.Itoa(d)
+	}
+}
+
+// indexName returns m[st], or makes the name of a status m does not know.
+func indexName(m map[Status]string, st Status, prefix, base string) string {
+	if k, ok := m[st]; ok {
+		return k
+	}
+	if st == "" {
+		return prefix + base
+	}
+	return prefix + base + ":" + string(st)
 }
 
 // Options configures a Store.
@@ -54,6 +90,7 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.makeIndexNames()
 	return s
 }
 
@@ -93,15 +130,12 @@ func (s *Store) seqKey() string { return s.prefix + "seq" }
 // The created (ix:{id}:<status>), updated and total indexes exist per status
 // only: each sort's five sets share a hash tag, and a page of all statuses
 // merges them (mergeScript, list.go). Their members are decimal ids.
-func (s *Store) idIndex(st Status) string      { return s.prefix + "ix:{id}:" + string(st) }
-func (s *Store) updatedIndex(st Status) string { return s.prefix + "ix:{up}:" + string(st) }
-func (s *Store) totalIndex(st Status) string   { return s.prefix + "ix:{tot}:" + string(st) }
-func (s *Store) nameIndex(st Status) string {
-	if st == "" {
-		return s.prefix + "ix:name"
-	}
-	return s.prefix + "ix:name:" + string(st)
+func (s *Store) idIndex(st Status) string { return indexName(s.keys.id, st, s.prefix, "ix:{id}") }
+func (s *Store) updatedIndex(st Status) string {
+	return indexName(s.keys.up, st, s.prefix, "ix:{up}")
 }
+func (s *Store) totalIndex(st Status) string { return indexName(s.keys.tot, st, s.prefix, "ix:{tot}") }
+func (s *Store) nameIndex(st Status) string  { return indexName(s.keys.name, st, s.prefix, "ix:name") }
 
 // timeScore is a time's score in the created and updated indexes: Unix
 // seconds times 2^21 plus the id's low 21 bits, so that orders of the same

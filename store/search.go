@@ -48,8 +48,11 @@ import (
 const dupDepth = 16
 
 // termIndex and dupIndex name the search sets.
-func (s *Store) termIndex() string { return s.prefix + "ix:{w}" }
+func (s *Store) termIndex() string { return s.keys.term }
 func (s *Store) dupIndex(depth int) string {
+	if depth >= 1 && depth <= dupDepth {
+		return s.keys.dup[depth]
+	}
 	return s.prefix + "ix:{w}:d" + strconv.Itoa(depth)
 }
 

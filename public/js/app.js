@@ -118,3 +118,248 @@
     if (target) target.focus();
   });
 })();
+
+// List and Inquiry (issue 9): a busy state while results load, focus and
+// scrolling after paging, sorting and deleting, and the keyboard shortcuts.
+// Kept apart from the form and notice behaviour above.
+(function listAndShortcuts() {
+  "use strict";
+
+  function results() { return document.getElementById("order-results"); }
+
+  // Does an htmx request swap #order-results? (A pager link or a column
+  // header names it in hx-target; the results refetching themselves after
+  // a delete are their own source.)
+  function aimsAtResults(ctx) {
+    if (!ctx) return false;
+    var t = ctx.target;
+    if (t && t.nodeType === 1) return t.id === "order-results";
+    if (typeof t === "string") return t.trim() === "#order-results";
+    return !!(ctx.sourceElement && ctx.sourceElement.id === "order-results");
+  }
+
+  // The results say they are loading (aria-busy, which the stylesheet
+  // shows as a bar and a dimmed table) from the request until the swap.
+  // A request whose source left the page was swapped (its finally event
+  // never reaches the document): it no longer counts.
+  var inFlight = [];
+  function updateBusy() {
+    inFlight = inFlight.filter(function (c) { return c.sourceElement && c.sourceElement.isConnected; });
+    var r = results();
+    if (!r) return;
+    if (inFlight.length) r.setAttribute("aria-busy", "true");
+    else r.removeAttribute("aria-busy");
+  }
+
+  // What to do once new results arrive: "page" (focus the summary, scroll
+  // to the top of the results), "sort" (focus the same column header) or
+  // "delete" (focus the row that took the deleted row's place).
+  var after = null;
+
+  document.addEventListener("htmx:config:request", function (e) {
+    var ctx = e.detail && e.detail.ctx;
+    if (!aimsAtResults(ctx) || !ctx.request || !(ctx.request.body instanceof FormData)) return;
+    // Shareable URLs: the search form's empty fields stay out of them.
+    var empty = [];
+    ctx.request.body.forEach(function (v, k) { if (v === "") empty.push(k); });
+    empty.forEach(function (k) { if (!ctx.request.body.getAll(k).some(function (v) { return v !== ""; })) ctx.request.body.delete(k); });
+  });
+
+  document.addEventListener("htmx:before:request", function (e) {
+    var ctx = e.detail && e.detail.ctx;
+    if (!ctx) return;
+    var src = ctx.sourceElement;
+    var row = src && src.closest && src.closest("#order-results tr[id^='order-row-']");
+    if (row && /delete/i.test(ctx.request && ctx.request.method || "")) {
+      var rows = listRows();
+      after = { kind: "delete", index: rows.indexOf(row) };
+      return;
+    }
+    if (!aimsAtResults(ctx)) return;
+    if (src && src.closest && src.closest("#order-results .pager, #order-results .results-head")) {
+      after = { kind: "page" };
+    } else if (src && src.matches && src.matches("a.sort")) {
+      var ths = Array.prototype.slice.call(document.querySelectorAll("#order-results thead th"));
+      after = { kind: "sort", index: ths.indexOf(src.closest("th")) };
+    } else if (src && src.id !== "order-results") {
+      after = null; // the search form: focus stays where one types
+    }
+    inFlight.push(ctx);
+    updateBusy();
+  });
+
+  document.addEventListener("htmx:finally:request", function (e) {
+    var ctx = e.detail && e.detail.ctx;
+    inFlight = inFlight.filter(function (c) { return c !== ctx; });
+    updateBusy();
+  });
+
+  // New results are processed once swapped in: the event comes from the
+  // new #order-results itself, which is in the page.
+  document.addEventListener("htmx:after:process", function (e) {
+    var r = e.target;
+    if (!r || r.id !== "order-results") return;
+    updateBusy();
+    var a = after;
+    after = null;
+    if (!a) return;
+    if (a.kind === "page") {
+      if (r.getBoundingClientRect().top < 0 || window.scrollY > r.offsetTop) r.scrollIntoView({ block: "start" });
+      var count = document.getElementById("results-count");
+      if (count) count.focus({ preventScroll: true });
+    } else if (a.kind === "sort") {
+      var th = r.querySelectorAll("thead th")[a.index];
+      var link = th && th.querySelector("a");
+      if (link) link.focus();
+    } else if (a.kind === "delete") {
+      var rows = listRows();
+      var next = rows[Math.min(a.index, rows.length - 1)];
+      var to = next ? next.querySelector("a") : document.getElementById("results-count");
+      if (to) to.focus();
+    }
+  });
+
+  // ---- Keyboard shortcuts (CONTRACT §7) ----
+
+  // The rows j and k move between: List rows (not one being edited) or
+  // Inquiry orders.
+  function listRows() {
+    return Array.prototype.slice.call(document.querySelectorAll(
+      "#order-results tbody tr[id^='order-row-'], #order-results .inquiry-order"));
+  }
+
+  function currentRow() {
+    var a = document.activeElement;
+    var row = a && a.closest && a.closest("#order-results tr[id^='order-row-'], #order-results .inquiry-order");
+    return row || document.querySelector("#order-results .is-current");
+  }
+
+  function moveRow(step) {
+    var rows = listRows().filter(function (r) { return !r.classList.contains("editing"); });
+    if (!rows.length) return;
+    var cur = currentRow();
+    var i = rows.indexOf(cur);
+    i = i < 0 ? (step > 0 ? 0 : rows.length - 1) : Math.max(0, Math.min(rows.length - 1, i + step));
+    rows.forEach(function (r) { r.classList.remove("is-current"); });
+    rows[i].classList.add("is-current");
+    var link = rows[i].querySelector("a");
+    if (link) link.focus();
+  }
+
+  function editRow() {
+    var row = currentRow();
+    if (!row || row.classList.contains("editing")) return;
+    var edit = row.querySelector("a[href$='/edit']");
+    if (edit) { edit.click(); return; }
+    var show = row.querySelector("a[href^='/orders/']");
+    if (show) window.location.assign(show.getAttribute("href") + "/edit");
+  }
+
+  var shortcuts = [
+    ["/", "Search"],
+    ["n", "New order"],
+    ["j", "Next order in the list"],
+    ["k", "Previous order in the list"],
+    ["e", "Edit the current order"],
+    ["?", "Show these shortcuts"],
+    ["Esc", "Close this list, or leave an inline edit"]
+  ];
+
+  // The dialog is built the first time it is asked for: without this
+  // script there are no shortcuts to list.
+  var returnFocus = null;
+  function shortcutDialog() {
+    var d = document.getElementById("shortcuts");
+    if (d) return d;
+    d = document.createElement("dialog");
+    d.id = "shortcuts";
+    d.className = "shortcuts";
+    d.setAttribute("aria-labelledby", "shortcuts-title");
+    var h = document.createElement("h2");
+    h.id = "shortcuts-title";
+    h.textContent = "Keyboard shortcuts";
+    var dl = document.createElement("dl");
+    shortcuts.forEach(function (s) {
+      var dt = document.createElement("dt"), kbd = document.createElement("kbd"), dd = document.createElement("dd");
+      kbd.textContent = s[0];
+      dt.appendChild(kbd);
+      dd.textContent = s[1];
+      dl.appendChild(dt);
+      dl.appendChild(dd);
+    });
+    var p = document.createElement("p");
+    p.className = "hint";
+    p.textContent = "Shortcuts do nothing while you type in a field.";
+    var form = document.createElement("form");
+    form.method = "dialog";
+    var close = document.createElement("button");
+    close.type = "submit";
+    close.className = "secondary";
+    close.textContent = "Close";
+    form.appendChild(close);
+    d.append(h, dl, p, form);
+    d.addEventListener("close", function () {
+      var to = returnFocus;
+      returnFocus = null;
+      if (to && to.isConnected && to.focus) to.focus();
+    });
+    document.body.appendChild(d);
+    return d;
+  }
+
+  function showShortcuts() {
+    var d = shortcutDialog();
+    if (d.open) return;
+    returnFocus = document.activeElement;
+    d.showModal();
+  }
+
+  function typing(el) {
+    if (!el || el === document.body) return false;
+    if (el.isContentEditable) return true;
+    return /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName);
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+    if (typing(e.target) || typing(document.activeElement)) return;
+    if (document.querySelector("dialog[open]")) return; // a dialog has the keyboard
+    switch (e.key) {
+      case "/": {
+        var q = document.getElementById("q");
+        if (!q) return;
+        e.preventDefault();
+        q.focus();
+        q.select();
+        return;
+      }
+      case "n":
+        e.preventDefault();
+        window.location.assign("/orders/new");
+        return;
+      case "j":
+      case "k":
+        if (!listRows().length) return;
+        e.preventDefault();
+        moveRow(e.key === "j" ? 1 : -1);
+        return;
+      case "e":
+        if (!currentRow()) return;
+        e.preventDefault();
+        editRow();
+        return;
+      case "?":
+        e.preventDefault();
+        showShortcuts();
+        return;
+    }
+  });
+
+  // The highlighted row follows focus: clicking or tabbing elsewhere in
+  // the list moves it, leaving the list clears it.
+  document.addEventListener("focusin", function (e) {
+    var row = e.target.closest && e.target.closest("#order-results tr[id^='order-row-'], #order-results .inquiry-order");
+    document.querySelectorAll("#order-results .is-current").forEach(function (r) { if (r !== row) r.classList.remove("is-current"); });
+    if (row) row.classList.add("is-current");
+  });
+})();
