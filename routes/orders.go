@@ -28,7 +28,6 @@ const targetResults = "order-results"
 // again (its hx-trigger): sent with HX-Trigger after a row's delete.
 const resultsChanged = "orders-changed"
 
-
 func rowTarget(id int64) string { return "order-row-" + strconv.FormatInt(id, 10) }
 
 // orderID reads the :id path parameter; a malformed id is not found.
