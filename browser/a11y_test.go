@@ -199,7 +199,7 @@ func TestAccessibility(t *testing.T) {
 		bump(pending)
 		e.do(t, scheme+" edit conflict", chromedp.Click(css("#order-edit .actions button[type=submit]")),
 			chromedp.WaitVisible(css("#order-form .conflict")))
-		e.waitText(t, "#notice", "changed by someone else")
+		e.waitText(t, ".notices", "changed by someone else")
 		e.axe(t, axe, scheme+" edit 409")
 	}
 }

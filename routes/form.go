@@ -21,8 +21,9 @@ type orderForm struct {
 	Items    []itemForm
 	// Errors maps a field ("customer", "items[3][name]") to its message.
 	Errors map[string]string
-	// Conflict is the stored order when the person's version was stale.
-	Conflict *store.Order
+	// Conflict is set when the person's version was stale: the stored
+	// order and how it differs from what they sent (conflict.go).
+	Conflict *conflictView
 	// StatusOptions are the current status and those it may move to.
 	StatusOptions []store.Status
 	ItemsEditable bool

@@ -263,17 +263,17 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 			v := &view{Title: "New order", Nav: "new", Form: f}
 			if msg := fields["status"]; msg != "" {
 				// The new form has no status field to mark: say it in the notice.
-				v.Notice = "Status: " + msg + "."
+				v.Notice = errorNotice("Status: " + msg + ".")
 			}
 			if msg := fields["idempotency_key"]; msg != "" {
-				v.Notice = "Idempotency-Key " + msg + "."
+				v.Notice = errorNotice("Idempotency-Key " + msg + ".")
 			}
 			return renderAs(c, r, fiber.StatusUnprocessableEntity, "partials/orders/form", v, nil)
 		}
 		return err
 	}
 	loc := "/orders/" + strconv.FormatInt(ord.ID, 10)
-	notice := "Order " + strconv.FormatInt(ord.ID, 10) + " created."
+	notice := successNotice("Order " + strconv.FormatInt(ord.ID, 10) + " created.")
 	switch r {
 	case reprJSON:
 		c.Location(loc)
@@ -368,9 +368,16 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 			f.Errors = se.Fields
 		} else {
 			status = fiber.StatusConflict
-			f.Conflict = se.Current
+			f.Conflict = newConflict(se.Current, in, row)
+			// Saving again keeps mine, deliberately: the diff above the
+			// form lists what that replaces.
 			f.Version = se.Current.Version
-			v.Notice = "Order " + strconv.FormatInt(id, 10) + " was changed by someone else. Your changes are not saved yet."
+			v.Notice = warningNotice("Order " + strconv.FormatInt(id, 10) + " was changed by someone else while you edited it. Nothing of yours is saved yet: compare and choose below.")
+		}
+		if se.Code == store.EINVALID && row {
+			// The row has no summary of its own: the alert region says it
+			// (and replaces any earlier notice).
+			v.Notice = errorNotice("Order " + strconv.FormatInt(id, 10) + " was not saved: please correct the marked fields.")
 		}
 		partial := "partials/orders/form"
 		if row {
@@ -379,7 +386,7 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 		return renderAs(c, r, status, partial, v, nil)
 	}
 	loc := "/orders/" + strconv.FormatInt(id, 10)
-	notice := "Order " + strconv.FormatInt(id, 10) + " saved."
+	notice := successNotice("Order " + strconv.FormatInt(id, 10) + " saved.")
 	switch {
 	case r == reprJSON:
 		c.Set(fiber.HeaderETag, etag(ord, r, ""))
@@ -424,7 +431,7 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 	if err := o.store.Delete(c.UserContext(), id, ifMatch(c, id), version); err != nil {
 		return err
 	}
-	notice := "Order " + strconv.FormatInt(id, 10) + " deleted."
+	notice := successNotice("Order " + strconv.FormatInt(id, 10) + " deleted.")
 	switch {
 	case r == reprJSON:
 		return c.SendStatus(fiber.StatusNoContent)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -110,8 +112,8 @@ func hxTarget(c *fiber.Ctx) string {
 // view is what every template receives.
 type view struct {
 	Title  string
-	Nav    string // which navigation entry is current: orders, inquiry, new
-	Notice string // a message for the live region
+	Nav    string  // which navigation entry is current: orders, inquiry, new
+	Notice *notice // a message for the live regions (notice.go)
 
 	Order *store.Order
 	Form  *orderForm
@@ -170,7 +172,7 @@ func renderAs(c *fiber.Ctx, r repr, status int, partial string, v *view, data an
 		c.Status(status)
 		return c.Render(partial, v, layoutBare)
 	default:
-		if v.Notice == "" {
+		if v.Notice == nil {
 			v.Notice = takeFlash(c)
 		}
 		c.Status(status)
@@ -191,15 +193,15 @@ func sendJSON(c *fiber.Ctx, status int, data any) error {
 // flash carries a notice across the redirect that follows a plain form post.
 const flashCookie = "notice"
 
-func setFlash(c *fiber.Ctx, msg string) {
-	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/",
+func setFlash(c *fiber.Ctx, n *notice) {
+	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: url.QueryEscape(encodeFlash(n)), Path: "/",
 		MaxAge: 60, HTTPOnly: true, SameSite: "Lax"})
 }
 
-func takeFlash(c *fiber.Ctx) string {
+func takeFlash(c *fiber.Ctx) *notice {
 	v := c.Cookies(flashCookie)
 	if v == "" {
-		return ""
+		return nil
 	}
 	// Cleared with the Path it was set with, or the browser keeps it.
 	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1,
@@ -208,9 +210,9 @@ func takeFlash(c *fiber.Ctx) string {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	msg, err := url.QueryUnescape(v)
 	if err != nil || len(msg) > 200 {
-		return ""
+		return nil
 	}
-	return msg
+	return decodeFlash(msg)
 }
 
 // errorHandler is the one place that turns an error into a response: the
@@ -284,7 +286,26 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		return sendJSON(c, status, body)
 	}
 	v := &view{Title: errorTitle(status), Error: &errorView{Status: status, Message: msg, RequestID: requestIDOf(c)}}
+	if r == reprFragment {
+		// htmx swaps the error wherever the request aimed (or, for a row's
+		// delete, nowhere): the alert region says it, and replaces any
+		// earlier notice.
+		v.Notice = errorNotice(sentence(msg))
+	}
 	return renderAs(c, r, status, "partials/error", v, nil)
+}
+
+// sentence starts msg with a capital letter and ends it with a full stop.
+func sentence(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	r, n := utf8.DecodeRuneInString(msg)
+	msg = string(unicode.ToUpper(r)) + msg[n:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
 }
 
 func errorTitle(status int) string {

@@ -363,3 +363,47 @@
     if (row) row.classList.add("is-current");
   });
 })();
+
+// Notices (CONTRACT §7): their dismiss buttons, which need this script
+// (CSS shows them under html.js; without JavaScript a notice simply goes
+// away on the next page). Kept apart from the form behaviour above.
+(function notices() {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  function regions() {
+    return document.querySelectorAll("#notice, #notice-alert");
+  }
+
+  // Dismissing empties the region (it stays, so the next notice is still
+  // announced) and, when focus was in the notice, moves it to the page's
+  // heading rather than dropping it on the body.
+  function dismiss(notice) {
+    var region = notice.closest("#notice, #notice-alert");
+    var hadFocus = notice.contains(document.activeElement);
+    (region || notice).replaceChildren();
+    if (!hadFocus) return;
+    var to = document.querySelector("main h1") || document.getElementById("main");
+    if (!to) return;
+    if (!to.hasAttribute("tabindex")) to.setAttribute("tabindex", "-1");
+    to.focus();
+  }
+
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-dismiss-notice]");
+    if (b) dismiss(b.closest(".notice") || b);
+  });
+
+  // Escape inside a notice dismisses it too.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") return;
+    var n = e.target.closest && e.target.closest(".notice");
+    if (n) { e.preventDefault(); dismiss(n); }
+  });
+
+  // A page the back/forward cache restores would show its one-time
+  // notice again: a notice shows once.
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted) regions().forEach(function (r) { r.replaceChildren(); });
+  });
+})();
