@@ -66,6 +66,8 @@ type hreq struct {
 	target   string
 	fragment bool
 	want     int
+	// cookie is a Cookie header (a flash notice).
+	cookie string
 }
 
 // fetch makes the request, checks the status and stores the body: a page
@@ -83,6 +85,9 @@ func (d *htmlDocs) fetch(name string, r hreq) {
 	req.Header.Set("Accept", "text/html")
 	if r.form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if r.cookie != "" {
+		req.Header.Set("Cookie", r.cookie)
 	}
 	fragment := r.fragment || r.target != ""
 	if fragment {
@@ -272,6 +277,30 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("edit-409", hreq{method: "PUT", path: "/orders/" + a, form: staleEdit(false), target: "main#main", want: 409})
 	d.fetch("row-422", hreq{method: "PUT", path: "/orders/" + a, form: badEdit(false), target: "tr#order-row-" + a, want: 422})
 	d.fetch("row-409", hreq{method: "PUT", path: "/orders/" + a, form: staleEdit(false), target: "tr#order-row-" + a, want: 409})
+	// A 409 with items that differ (changed, only yours, only theirs), and
+	// a row whose status theirs cannot go back from (issue 9 defect 4).
+	staleItems := func(method bool) url.Values {
+		v := staleEdit(method)
+		v.Set("notes", "mine")
+		v.Set("items", "")
+		v.Set("items[0][sku]", "MUG-1")
+		v.Set("items[0][name]", "Enamel mug")
+		v.Set("items[0][quantity]", "3")
+		v.Set("items[0][unit_price]", "12.50")
+		v.Set("items[1][name]", "Eraser <b>")
+		v.Set("items[1][quantity]", "x")
+		v.Set("items[1][unit_price]", "0.5")
+		return v
+	}
+	d.fetch("edit-409-items", hreq{method: "POST", path: "/orders/" + a, form: staleItems(true), want: 409})
+	d.fetch("edit-409-items", hreq{method: "PUT", path: "/orders/" + a, form: staleItems(false), target: "main#main", want: 409})
+	d.fetch("row-409-status", hreq{method: "PUT", path: "/orders/" + s, target: "tr#order-row-" + s, want: 409,
+		form: url.Values{"version": {"1"}, "customer": {"Alan M. Turing"}, "status": {"pending"}}})
+	// Each kind of notice on a full page (the flash after a redirect).
+	for _, kind := range []string{"success", "warning", "error"} {
+		d.fetch("notice-"+kind, hreq{method: "GET", path: "/orders", want: 200,
+			cookie: "notice=" + url.QueryEscape(kind+":Order "+a+" & <co> notice.")})
+	}
 
 	// Successful writes that answer with HTML: the row and the order, each
 	// with the notice for the live region; the row delete's notice.

@@ -128,6 +128,11 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	}
 	keep := q.filter()
 	terms := queryTerms(q.Q)
+	if len(terms) == 0 && q.Q != "" {
+		// Only punctuation or symbols: no word starts with them.
+		out.MatchOrder = true
+		return out, nil
+	}
 	dated := !q.From.IsZero() || !q.To.IsZero()
 	switch {
 	case len(terms) == 0 && (!dated || q.Sort.Field() == "created"):
@@ -419,7 +424,7 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 	)
 	lo, hi := lexRange(t)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		script = pageScript.Eval(ctx, p, []string{s.termIndex(), s.dupIndex(len(t))}, lo, hi, off, n)
+		script = pageScript.Eval(ctx, p, []string{s.termIndex(t), s.dupIndex(t, len(t))}, lo, hi, off, n)
 		if digits {
 			exactH = p.HGetAll(ctx, s.orderKey(exact))
 		}
@@ -562,12 +567,23 @@ func (s *Store) repair(ids []int64, lex []string) {
 		m := strconv.FormatInt(id, 10)
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, ix := range orders.indexes(s) {
-				for _, l := range lex {
-					if got, ok := memberID(l); ok && got == id {
-						p.ZRem(ctx, ix.Key, l)
+				p.ZRem(ctx, ix.Key, m)
+			}
+			for _, l := range lex {
+				if got, ok := memberID(l); !ok || got != id {
+					continue
+				}
+				// A name entry, or a term entry with its dup entries.
+				p.ZRem(ctx, s.nameIndex(""), l)
+				for _, st := range Statuses {
+					p.ZRem(ctx, s.nameIndex(st), l)
+				}
+				if t, _, _ := strings.Cut(l, "\x00"); t != "" {
+					p.ZRem(ctx, s.termIndex(t), l)
+					for d := 1; d <= dupDepth; d++ {
+						p.ZRem(ctx, s.dupIndex(t, d), l)
 					}
 				}
-				p.ZRem(ctx, ix.Key, m)
 			}
 			return nil
 		})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,8 +34,8 @@ type Store struct {
 // seeded order names a dozen of them).
 type indexNames struct {
 	id, up, tot, name map[Status]string
-	term              string
-	dup               [dupDepth + 1]string
+	term              [utf8.RuneSelf]string               // by a term's first byte
+	dup               [utf8.RuneSelf][dupDepth + 1]string // by first byte and depth
 }
 
 func (s *Store) makeIndexNames() {
@@ -47,9 +48,11 @@ func (s *Store) makeIndexNames() {
 		k.tot[st] = s.prefix + "ix:{tot}:" + string(st)
 		k.name[st] = s.prefix + "ix:name:" + string(st)
 	}
-	k.term = s.prefix + "ix:{w}"
-	for d := 1; d <= dupDepth; d++ {
-		k.dup[d] = s.prefix + "ix:{w}:d" + strconv.Itoa(d)
+	for c := range utf8.RuneSelf {
+		k.term[c] = s.prefix + "ix:{w}:" + string(rune(c))
+		for d := 1; d <= dupDepth; d++ {
+			k.dup[c][d] = k.term[c] + ":" + strconv.Itoa(d)
+		}
 	}
 }
 
@@ -462,12 +465,9 @@ var orders = &kind[Order]{
 			keys = append(keys, indexKey{s.idIndex(st), byID}, indexKey{s.nameIndex(st), memberID},
 				indexKey{s.updatedIndex(st), byID}, indexKey{s.totalIndex(st), byID})
 		}
-		keys = append(keys, indexKey{s.termIndex(), memberID})
-		for d := 1; d <= dupDepth; d++ {
-			keys = append(keys, indexKey{s.dupIndex(d), memberID})
-		}
 		return keys
 	},
+	indexPattern: (*Store).termPattern,
 }
 
 func init() { kinds[orders.name] = orders }

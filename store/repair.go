@@ -118,7 +118,19 @@ func repairKind[T any](ctx context.Context, s *Store, k *kind[T], fix bool, r *R
 
 	// No index entry points at a missing record, or at one that no longer
 	// belongs in it.
-	for _, ix := range k.indexes(s) {
+	indexes := k.indexes(s)
+	if k.indexPattern != nil {
+		err := s.scanKeys(ctx, k.indexPattern(s), func(keys []string) error {
+			for _, key := range keys {
+				indexes = append(indexes, indexKey{key, memberID})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, ix := range indexes {
 		iter := s.rdb.ZScan(ctx, ix.Key, 0, "", repairBatch).Iterator()
 		var batch []ixEntry
 		flush := func() error {

@@ -47,13 +47,40 @@ import (
 // dupDepth is the longest query term (in bytes) answered from the dup sets.
 const dupDepth = 16
 
-// termIndex and dupIndex name the search sets.
-func (s *Store) termIndex() string { return s.keys.term }
-func (s *Store) dupIndex(depth int) string {
-	if depth >= 1 && depth <= dupDepth {
-		return s.keys.dup[depth]
+// termIndex and dupIndex name the search sets of the terms that start
+// like t: the sets are split by a term's first character ("ix:{w}:k",
+// "ix:{w}:k:3"). A prefix's range lies in one of them, and the embedded
+// store (miniredis sorts a whole set for every range it reads) reads a
+// small set instead of one with every term.
+func (s *Store) termIndex(t string) string {
+	if c := t[0]; c < utf8.RuneSelf {
+		return s.keys.term[c]
 	}
-	return s.prefix + "ix:{w}:d" + strconv.Itoa(depth)
+	_, n := utf8.DecodeRuneInString(t)
+	return s.prefix + "ix:{w}:" + t[:n]
+}
+
+func (s *Store) dupIndex(t string, depth int) string {
+	if c := t[0]; c < utf8.RuneSelf && depth >= 1 && depth <= dupDepth {
+		return s.keys.dup[c][depth]
+	}
+	_, n := utf8.DecodeRuneInString(t)
+	return s.prefix + "ix:{w}:" + t[:n] + ":" + strconv.Itoa(depth)
+}
+
+// termPattern matches the names of every search set (for Repair's SCAN).
+func (s *Store) termPattern() string { return globEscape(s.prefix) + "ix:{w}:*" }
+
+// globEscape escapes the characters SCAN's MATCH treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // foldTerm is the searchable form of text: NFC, without combining marks
@@ -124,12 +151,12 @@ func (s *Store) termEntries(o *Order, out []ixEntry) []ixEntry {
 	terms := orderTerms(o)
 	for i, t := range terms {
 		m := termMember(t, o.ID)
-		out = append(out, ixEntry{s.termIndex(), m, 0})
+		out = append(out, ixEntry{s.termIndex(t), m, 0})
 		if i == 0 {
 			continue
 		}
 		for d := 1; d <= min(commonPrefix(terms[i-1], t), dupDepth); d++ {
-			out = append(out, ixEntry{s.dupIndex(d), m, 0})
+			out = append(out, ixEntry{s.dupIndex(t, d), m, 0})
 		}
 	}
 	return out
@@ -145,15 +172,16 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
-// queryTerms splits a query into folded terms; a term without any letter or
-// digit matches nothing useful and is dropped.
+// queryTerms splits a query into folded terms: at spaces, and at
+// punctuation and symbols ("Hopper," → "hopper"; "O'Brien" → "o", "brien",
+// as the words of a name are split), except the characters that belong in
+// a prefix of an email or SKU (". - _ @ +": "grace.h", "kbd-6").
 func queryTerms(q string) []string {
 	var out []string
-	for _, f := range strings.Fields(q) {
-		t := foldTerm(f)
-		if strings.IndexFunc(t, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
-			continue
-		}
+	split := func(r rune) bool {
+		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
+	}
+	for _, t := range strings.FieldsFunc(foldTerm(q), split) {
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
@@ -227,7 +255,7 @@ return out
 // matching one term of at most dupDepth bytes.
 func (s *Store) searchPage(ctx context.Context, t string, offset, count int64) (int64, []string, error) {
 	lo, hi := lexRange(t)
-	keys := []string{s.termIndex(), s.dupIndex(len(t))}
+	keys := []string{s.termIndex(t), s.dupIndex(t, len(t))}
 	return scriptPage(pageScript.Run(ctx, s.rdb, keys, lo, hi, offset, count))
 }
 
@@ -258,8 +286,8 @@ func (s *Store) termCounts(ctx context.Context, terms []string) ([]int64, error)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, t := range terms {
 			lo, hi := lexRange(t)
-			cmds[i][0] = p.ZLexCount(ctx, s.termIndex(), lo, hi)
-			cmds[i][1] = p.ZLexCount(ctx, s.dupIndex(min(len(t), dupDepth)), lo, hi)
+			cmds[i][0] = p.ZLexCount(ctx, s.termIndex(t), lo, hi)
+			cmds[i][1] = p.ZLexCount(ctx, s.dupIndex(t, min(len(t), dupDepth)), lo, hi)
 		}
 		return nil
 	})
@@ -289,7 +317,7 @@ func (s *Store) termCandidates(ctx context.Context, t string) ([]int64, bool, er
 		// A long term matches few entries; an order with two of them
 		// (two SKUs sharing the first 17 characters) is read once.
 		lo, hi := lexRange(t)
-		ms, err := s.rdb.ZRangeByLex(ctx, s.termIndex(), &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates}).Result()
+		ms, err := s.rdb.ZRangeByLex(ctx, s.termIndex(t), &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates}).Result()
 		if err != nil {
 			return nil, false, wrap(err)
 		}

@@ -54,6 +54,20 @@ func firstMatch(o *store.Order, t string) string {
 	return best
 }
 
+// oracleQueryTerms splits a query at spaces and at punctuation or symbols
+// other than . - _ @ +, lower-cased, each term once.
+func oracleQueryTerms(q string) []string {
+	var out []string
+	for _, t := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
+	}) {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func oracleMatches(o *store.Order, t string) bool {
 	return strconv.FormatInt(o.ID, 10) == t || firstMatch(o, t) != ""
 }
@@ -62,7 +76,7 @@ func oracleMatches(o *store.Order, t string) bool {
 // in match order: the order the most selective term's digits name first,
 // then by that term's first matching word, newest first.
 func oracleSearch(all []*store.Order, q store.Query) []int64 {
-	terms := strings.Fields(strings.ToLower(q.Q))
+	terms := oracleQueryTerms(q.Q)
 	driver, best := 0, -1
 	for i, t := range terms {
 		n := 0
@@ -263,7 +277,7 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 					}
 				}
 			}
-			queries = append(queries, "anna.", "bob.bo", "1", "7", "60", "zzz", "ANN", "o'brien")
+			queries = append(queries, "anna.", "bob.bo", "1", "7", "60", "zzz", "ANN", "o'brien", "(kbd-60)", "hopper,")
 			for _, q := range queries {
 				checkQuery(t, f, store.Query{Q: q}, oracleSearch(all, store.Query{Q: q}))
 			}

@@ -54,6 +54,10 @@ type kind[T any] struct {
 	// indexes lists every index key the kind may write, with a function
 	// that reads the record id back from a member (for Repair).
 	indexes func(s *Store) []indexKey
+	// indexPattern, when set, matches more index keys (named after what
+	// they hold) that Repair finds with SCAN; their members end in the id
+	// as memberID reads it.
+	indexPattern func(s *Store) string
 }
 
 // indexKey is one sorted set of a kind and how its members name records.

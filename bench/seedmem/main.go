@@ -120,28 +120,33 @@ func sizes(ctx context.Context, rdb *redis.Client, wrote int) {
 			keys = append(keys, key)
 		}
 	}
-	keys = append(keys, "ix:{w}")
-	for d := 1; d <= 16; d++ {
-		keys = append(keys, "ix:{w}:d"+strconv.Itoa(d))
+	// The search sets, split by a term's first character.
+	var terms []string
+	iter := rdb.Scan(ctx, 0, "ix:{w}:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		terms = append(terms, iter.Val())
 	}
+	slices.Sort(terms)
+	keys = append(keys, terms...)
 	group := map[string]int64{}
 	for _, key := range keys {
 		u, _ := rdb.MemoryUsage(ctx, key, 0).Result()
 		c, _ := rdb.ZCard(ctx, key).Result()
 		enc, _ := rdb.ObjectEncoding(ctx, key).Result()
 		sum += u
-		g, _, _ := strings.Cut(strings.Trim(strings.TrimPrefix(key, "ix:"), "{}"), ":")
+		g, _, _ := strings.Cut(strings.TrimPrefix(key, "ix:"), ":")
 		g = strings.Trim(g, "{}")
-		if strings.HasPrefix(key, "ix:{w}:d") {
-			g = "{w}:d*"
+		if g == "w" && strings.Count(key, ":") == 3 {
+			g = "w dups"
 		}
 		group[g] += u
-		if c > 0 {
+		if c > 0 && !strings.HasPrefix(key, "ix:{w}:") {
 			fmt.Printf("  %-20s %8d entries %10d bytes %6.1f per entry (%s)\n", key, c, u, float64(u)/float64(max(c, 1)), enc)
 		}
 	}
-	for _, g := range []string{"id", "name", "up", "tot", "w", "{w}:d*"} {
-		fmt.Printf("  ix:%-8s (with its per-status sets) %6.1f bytes per order\n", g, float64(group[g])/float64(wrote))
+	fmt.Printf("  ix:{w}:*             %d sets (terms by first character, and their dup sets)\n", len(terms))
+	for _, g := range []string{"id", "up", "tot", "name", "w", "w dups"} {
+		fmt.Printf("  %-8s %6.1f bytes per order\n", g, float64(group[g])/float64(wrote))
 	}
 	// The order hashes: a sample of MEMORY USAGE, scaled.
 	const samples = 1000
