@@ -137,6 +137,10 @@ func TestAccessibility(t *testing.T) {
 		"/orders?per_page=2&page=2", "/orders/new", "/orders/" + a, "/orders/" + s, "/orders/" + c,
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit", "/orders/inquiry", "/orders/inquiry?q=zzzz",
 		"/orders/99999",
+		// Issue 9: sorted, paged with page numbers, filtered by dates, an
+		// empty date range, the Inquiry sorted and paged.
+		"/orders?sort=customer", "/orders?sort=-total&per_page=2&page=3", "/orders?from=2000-01-01&to=2999-12-31&q=a",
+		"/orders?from=2025-02-01&to=2025-01-01", "/orders/inquiry?sort=customer&per_page=2&page=2",
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		e.colorScheme(t, scheme)
@@ -201,5 +205,13 @@ func TestAccessibility(t *testing.T) {
 			chromedp.WaitVisible(css("#order-form .conflict")))
 		e.waitText(t, ".notices", "changed by someone else")
 		e.axe(t, axe, scheme+" edit 409")
+
+		// Issue 9: the current row of j and k, and the shortcuts dialog.
+		e.do(t, scheme+" current row", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row)), press("jj"))
+		e.do(t, scheme+" current row shown", chromedp.WaitVisible(css("#order-results tr.is-current")))
+		e.axe(t, axe, scheme+" list with a current row")
+		e.do(t, scheme+" shortcuts", press("?"), chromedp.WaitVisible(css("dialog#shortcuts")))
+		e.axe(t, axe, scheme+" shortcuts dialog")
+		e.do(t, scheme+" close shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
 	}
 }

@@ -133,6 +133,8 @@ var (
 	leadingRow = regexp.MustCompile(`(?s)^\s*(<tr[\s>].*</tr>)`)
 	cellStart  = regexp.MustCompile(`(?i)<t[dh][\s>][^>]*`)
 	colspan    = regexp.MustCompile(`(?i)\bcolspan="?(\d+)`)
+	// leadingTitle is the <title> a page-sized fragment starts with.
+	leadingTitle = regexp.MustCompile(`^\s*<title>([^<]*)</title>`)
 )
 
 // wrapFragment puts a fragment in the smallest document that is valid
@@ -142,7 +144,13 @@ var (
 // the row, such as an <hx-partial> for the notice, goes after the table,
 // since htmx takes it out of the row's place.
 func wrapFragment(f string) string {
-	head := "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fragment</title></head><body>\n"
+	title := "fragment"
+	if m := leadingTitle.FindStringSubmatch(f); m != nil {
+		// A page-sized fragment starts with the document's title, which
+		// htmx takes out and applies (issue 9 #7): it goes in the head.
+		title, f = m[1], f[len(m[0]):]
+	}
+	head := "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + title + "</title></head><body>\n"
 	tail := "\n</body></html>\n"
 	m := leadingRow.FindStringSubmatchIndex(f)
 	if m == nil {
@@ -244,6 +252,12 @@ func TestHTMLValid(t *testing.T) {
 		{"inquiry", "/orders/inquiry"},
 		{"inquiry-search-none", "/orders/inquiry?q=zzzz"},
 		{"inquiry-paged", "/orders/inquiry?per_page=2&page=2"},
+		// Issue 9: sorted, page numbers, dates, an empty range, past the end.
+		{"list-sorted", "/orders?sort=customer"},
+		{"list-page-numbers", "/orders?sort=-total&per_page=1&page=3"},
+		{"list-dates", "/orders?from=2000-01-01&to=2999-12-31&q=a&sort=-updated"},
+		{"list-empty-range", "/orders?from=2025-02-01&to=2025-01-01"},
+		{"inquiry-sorted", "/orders/inquiry?sort=customer&per_page=2&page=2"},
 	}
 	for _, g := range gets {
 		d.fetch(g.name, hreq{method: "GET", path: g.path, want: 200})
@@ -260,6 +274,9 @@ func TestHTMLValid(t *testing.T) {
 		{"list-results-paged", "/orders?per_page=2&page=2"},
 		{"inquiry-results", "/orders/inquiry?q=a"},
 		{"inquiry-results-none", "/orders/inquiry?q=zzzz"},
+		{"list-results-sorted", "/orders?sort=-total&per_page=1&page=3"},
+		{"list-results-past-end", "/orders?page=999&per_page=50"},
+		{"inquiry-results-sorted", "/orders/inquiry?sort=customer&per_page=50"},
 	} {
 		d.fetch(g.name, hreq{method: "GET", path: g.path, target: "div#order-results", want: 200})
 	}

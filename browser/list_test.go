@@ -294,7 +294,7 @@ func TestListPageNumbers(t *testing.T) {
 			}
 
 			// The page size: the first order shown stays in view.
-			e.do(t, "choose 25 a page", chromedp.Click(css(`.pager .page-size a:nth-of-type(1)`)))
+			e.do(t, "choose 25 a page", chromedp.Click(css(`.pager .page-size li:nth-child(1) a`)))
 			e.waitPath(t, "page=2")
 			e.waitText(t, "#results-count", "Showing 26–40 of 40")
 			if got := e.text(t, `.pager .page-size a[aria-current]`); !strings.HasPrefix(got, "25") {
