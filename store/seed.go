@@ -71,7 +71,9 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 		return 0, wrap(err)
 	}
 	first := last - int64(n) + 1
-	g := seeder{s: s, first: first, last: last, now: s.now().UTC().Truncate(time.Second)}
+	rdb, done := patientClient(s.rdb)
+	defer done()
+	g := seeder{s: s, rdb: rdb, first: first, last: last, now: s.now().UTC().Truncate(time.Second)}
 	written := 0
 	for start := first; start <= last; start += seedChunk {
 		end := min(start+seedChunk-1, last)
@@ -99,9 +101,30 @@ const (
 	seedZAdd = 2000
 )
 
+// patientClient returns a client like rdb whose reads and writes may take
+// a minute: a seed's large pipelines keep Redis busy for longer than the
+// app's request timeouts allow one call (500 ms). Other clients are
+// returned as they are.
+func patientClient(rdb redis.UniversalClient) (redis.UniversalClient, func()) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.ReadTimeout, o.WriteTimeout = time.Minute, time.Minute
+		n := redis.NewClient(&o)
+		return n, func() { n.Close() }
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.ReadTimeout, o.WriteTimeout = time.Minute, time.Minute
+		n := redis.NewClusterClient(&o)
+		return n, func() { n.Close() }
+	}
+	return rdb, func() {}
+}
+
 // seeder makes and writes demo orders.
 type seeder struct {
 	s           *Store
+	rdb         redis.UniversalClient
 	first, last int64
 	now         time.Time
 }
@@ -190,7 +213,7 @@ func (g *seeder) writeEntries(ctx context.Context, entries seedEntries) error {
 					}
 					return strings.Compare(a.Member.(string), b.Member.(string))
 				})
-				p := g.s.rdb.Pipeline()
+				p := g.rdb.Pipeline()
 				for i := 0; i < len(zs); i += seedZAdd {
 					p.ZAdd(ctx, key, zs[i:min(i+seedZAdd, len(zs))]...)
 					if p.Len() >= 8 || i+seedZAdd >= len(zs) {
@@ -280,7 +303,7 @@ func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand
 		w.orders = append(w.orders, w.order(id, rnd))
 	}
 	s := w.s
-	p := s.rdb.Pipeline()
+	p := w.rdb.Pipeline()
 	for i := range w.orders {
 		o := &w.orders[i]
 		w.args = orderArgs(w.args[:0], o)
