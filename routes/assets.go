@@ -66,6 +66,7 @@ func loadAssets(fsys fs.FS) (*assets, error) {
 	if fsys == nil {
 		return a, nil
 	}
+	var wg sync.WaitGroup
 	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -76,11 +77,9 @@ func loadAssets(fsys fs.FS) (*assets, error) {
 		}
 		sum := sha256.Sum256(body)
 		hash := hex.EncodeToString(sum[:])[:assetHashLen]
-		ext := name[strings.LastIndexAny(name, "./")+1:]
-		if ext == name || !strings.Contains(name[strings.LastIndexByte(name, '/')+1:], ".") {
-			ext = ""
-		} else {
-			ext = "." + ext
+		ext, base := "", name[strings.LastIndexByte(name, '/')+1:]
+		if i := strings.LastIndexByte(base, '.'); i > 0 {
+			ext = base[i:]
 		}
 		f := &asset{
 			name:   name,
@@ -90,11 +89,13 @@ func loadAssets(fsys fs.FS) (*assets, error) {
 			body:   body,
 		}
 		if compressible([]byte(f.ctype)) {
-			f.coded = precompress(sum, body)
+			// One file per goroutine: htmx alone takes most of the time.
+			wg.Go(func() { f.coded = precompress(sum, body) })
 		}
 		a.byName[f.name], a.byHashed[f.hashed] = f, f
 		return nil
 	})
+	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("reading the static files: %w", err)
 	}
