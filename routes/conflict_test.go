@@ -81,8 +81,14 @@ func TestConflictDiff(t *testing.T) {
 	if c := newConflict(cur, store.Input{Email: str("kj@nasa.gov")}, true); c.Differs() || !c.Row {
 		t.Errorf("an equal email: got %+v, want no differences", c)
 	}
-	// Unreadable numbers show as typed, marked, with no line total.
 	bad := store.Input{HasItems: true, Items: []store.ItemInput{{SKU: "MUG-1", Name: "Enamel mug", Quantity: "two", UnitPrice: "12.50"}}}
+	// Items sent for an order theirs has shipped: listed, and said to stay theirs.
+	shipped := *cur
+	shipped.Status = store.Shipped
+	if c := newConflict(&shipped, bad, false); !c.ItemsFrozen || len(c.Items) == 0 {
+		t.Errorf("items sent to a shipped order: got frozen %v items %+v, want the note and the rows", c.ItemsFrozen, c.Items)
+	}
+	// Unreadable numbers show as typed, marked, with no line total.
 	c = newConflict(cur, bad, false)
 	if len(c.Items) == 0 || c.Items[0].Yours == nil || c.Items[0].Yours.Quantity != "two" || c.Items[0].Yours.LineTotal != "" || !c.Items[0].Quantity || c.YoursTotal != "" {
 		t.Errorf("an unreadable quantity: got %+v (total %q)", c.Items, c.YoursTotal)
