@@ -222,8 +222,9 @@ func (s *Store) sortKeys(sort Sort, st Status) (keys []string, lex bool) {
 
 // mergeScript returns the total and one page of the union of score sets
 // (KEYS, one per status) within a score range: ARGV offset, count, "1" for
-// descending, lo, hi (ZCOUNT bounds). Scores are integers below 2^53 and
-// almost all distinct (sorts add the id's low bits). Near the start it
+// descending, lo, hi (ZCOUNT bounds). Scores are integers below 2^53
+// (timeScore, totalScore) and almost all distinct (sorts add the id's low
+// bits); equal scores order by member, as Redis orders them. Near the start it
 // merges the first offset+count of each set; deeper, a binary search over
 // the scores finds the page's first score S (each step one ZCOUNT per set,
 // O(log N) each; about 50 steps), then merges from S.
@@ -252,17 +253,21 @@ if off + cnt > 256 then
     for _, k in ipairs(KEYS) do n = n + redis.call('ZCOUNT', k, a, b) end
     return n
   end
+  -- Every score is an integer below 2^53, so l + (h - l) / 2 is exact (l + h
+  -- may not be); 64 steps bound the loop whatever happens.
   local l, h = mn, mx
   if desc then
-    while l < h do
-      local mid = math.floor((l + h + 1) / 2)
+    for _ = 1, 64 do
+      if l >= h then break end
+      local mid = l + math.ceil((h - l) / 2)
       if count(fmt(mid), hi) > off then l = mid else h = mid - 1 end
     end
     from = fmt(l)
     skip = off - count('(' .. from, hi)
   else
-    while l < h do
-      local mid = math.floor((l + h) / 2)
+    for _ = 1, 64 do
+      if l >= h then break end
+      local mid = l + math.floor((h - l) / 2)
       if count(lo, fmt(mid)) > off then h = mid else l = mid + 1 end
     end
     from = fmt(l)
@@ -460,7 +465,8 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 		if offset > 0 && len(members) > 0 && pinnedM < members[0] {
 			members = members[1:] // pinned lies before this page
 		}
-		members = slices.DeleteFunc(members, func(m string) bool { return m == pinnedM })
+		// By id, not by member: the order may have been renamed since.
+		members = slices.DeleteFunc(members, func(m string) bool { id, _ := memberID(m); return id == exact })
 	}
 	want := count
 	if pinned != nil && offset == 0 {

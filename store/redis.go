@@ -147,15 +147,17 @@ func timeScore(t time.Time, id int64) float64 {
 	return float64(t.Unix()<<21 | id&(1<<21-1))
 }
 
-// totalScore is a total's score in the total indexes: cents times 2^20 plus
-// the id's low 20 bits, so that equal totals sort by id. It is exact below
-// 2^33 cents (85,899,345.92); above, totals sort to within 2^-20 of their
-// size.
+// totalScore is a total's score in the total indexes, an integer below 2^53
+// (mergeScript's binary search needs that): below 2^32 cents
+// (42,949,672.96), cents times 2^20 plus the id's low 20 bits, so that
+// equal totals sort by id; from there up to the largest total (10^16 cents)
+// 2^52 plus a quarter of the cents above 2^32: totals sort to within 4 cents.
+// Equal scores sort by member (the id as text).
 func totalScore(m Money, id int64) float64 {
-	if m < 1<<33 {
+	if m < 1<<32 {
 		return float64(int64(m)<<20 | id&(1<<20-1))
 	}
-	return float64(m) * (1 << 20)
+	return float64(1<<52 + (int64(m)-1<<32)/4)
 }
 
 // dayScores are the scores of the first and last instants of the UTC days

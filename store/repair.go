@@ -275,9 +275,10 @@ func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(keys []str
 }
 
 // Layout names the index layout this code writes (docs/data.md): 2 had
-// ix:id and ix:name (each also per status); 3 has the created, updated and
-// total sets per status only, ix:name, and the search terms.
-const Layout = "3"
+// ix:id and ix:name (each also per status); 4 has the created, updated and
+// total sets per status only, ix:name, and the search terms split by their
+// first character (3 was a development version).
+const Layout = "4"
 
 func (s *Store) layoutKey() string { return s.prefix + "layout" }
 
@@ -302,9 +303,14 @@ func (s *Store) Upgrade(ctx context.Context) (ran bool, r RepairReport, err erro
 		if r, err = s.Repair(ctx, true); err != nil {
 			return true, r, err
 		}
-		old := []string{s.prefix + "ix:id"}
+		// Layout 2's ix:id, and the keys of two development versions of
+		// layout 3 that were never released but may sit in a snapshot.
+		old := []string{s.prefix + "ix:id", s.prefix + "ix:up", s.prefix + "ix:tot", s.prefix + "ix:{w}"}
 		for _, st := range Statuses {
-			old = append(old, s.prefix+"ix:id:"+string(st))
+			old = append(old, s.prefix+"ix:id:"+string(st), s.prefix+"ix:up:"+string(st), s.prefix+"ix:tot:"+string(st))
+		}
+		for d := 1; d <= dupDepth; d++ {
+			old = append(old, s.prefix+"ix:{w}:d"+strconv.Itoa(d))
 		}
 		for _, k := range old {
 			// One key at a time: on a Cluster they live in different slots.

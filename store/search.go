@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/text/cases"
-	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 )
@@ -97,19 +96,38 @@ func foldTerm(s string) string {
 	if ascii {
 		return foldName(s)
 	}
-	t := transform.Chain(norm.NFD, runes.Remove(runes.Predicate(func(r rune) bool {
-		return unicode.Is(unicode.Mn, r) || r == 0
-	})), cases.Fold(), norm.NFC)
-	out, _, err := transform.String(t, s)
+	// Accents go from Latin, Greek and Cyrillic letters only: in other
+	// scripts (Devanagari's virama and vowel signs) the marks are part of
+	// the word.
+	d := norm.NFD.String(s)
+	b := make([]rune, 0, len(d))
+	accented := false
+	for _, r := range d {
+		if r == 0 {
+			continue
+		}
+		if unicode.Is(unicode.Mn, r) {
+			if accented {
+				continue
+			}
+		} else {
+			accented = unicode.In(r, unicode.Latin, unicode.Greek, unicode.Cyrillic)
+		}
+		b = append(b, r)
+	}
+	out, _, err := transform.String(transform.Chain(cases.Fold(), norm.NFC), string(b))
 	if err != nil {
 		return foldName(s)
 	}
 	return out
 }
 
-// wordsOf splits folded text into words: runs of letters and digits.
+// wordsOf splits folded text into words: runs of letters, digits and
+// marks.
 func wordsOf(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
+	})
 }
 
 // orderTerms returns o's search terms, sorted, each once, without a term
@@ -175,15 +193,26 @@ func commonPrefix(a, b string) int {
 // queryTerms splits a query into folded terms: at spaces, and at
 // punctuation and symbols ("Hopper," → "hopper"; "O'Brien" → "o", "brien",
 // as the words of a name are split), except the characters that belong in
-// a prefix of an email or SKU (". - _ @ +": "grace.h", "kbd-6").
+// a prefix of an email or SKU (". - _ @ +": "grace.h", "kbd-6"). A term with
+// an @ or a dot may be an email: only its ends are trimmed ("pat.o'b",
+// "pat.o'brien@example.com").
 func queryTerms(q string) []string {
 	var out []string
-	split := func(r rune) bool {
-		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
-	}
-	for _, t := range strings.FieldsFunc(foldTerm(q), split) {
-		if !slices.Contains(out, t) {
+	add := func(t string) {
+		if t != "" && !slices.Contains(out, t) {
 			out = append(out, t)
+		}
+	}
+	split := func(r rune) bool {
+		return (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
+	}
+	for _, f := range strings.Fields(foldTerm(q)) {
+		if strings.ContainsAny(f, "@.") {
+			add(strings.TrimFunc(f, split))
+			continue
+		}
+		for _, t := range strings.FieldsFunc(f, split) {
+			add(t)
 		}
 	}
 	return out
@@ -234,7 +263,10 @@ if nd > 0 then
   while l < h do
     local mid = math.floor((l + h) / 2)
     local m = redis.call('ZRANGE', d, d0 + mid, d0 + mid)[1]
-    if redis.call('ZRANK', w, m) - r0 - mid <= off then l = mid + 1 else h = mid end
+    -- A dup entry without its term entry (a Cluster settle between its
+    -- ZREMs, or a crash before the reconciler ran) counts as before the page.
+    local r = m and redis.call('ZRANK', w, m)
+    if not r or r - r0 - mid <= off then l = mid + 1 else h = mid end
   end
   j = l
 end
