@@ -141,6 +141,8 @@ func TestAccessibility(t *testing.T) {
 		// empty date range, the Inquiry sorted and paged.
 		"/orders?sort=customer", "/orders?sort=-total&per_page=2&page=3", "/orders?from=2000-01-01&to=2999-12-31&q=a",
 		"/orders?from=2025-02-01&to=2025-01-01", "/orders/inquiry?sort=customer&per_page=2&page=2",
+		// Issue 9: Delete's confirmation page (no JavaScript's way to delete).
+		"/orders/" + a + "?confirm=delete",
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		e.colorScheme(t, scheme)
@@ -151,7 +153,7 @@ func TestAccessibility(t *testing.T) {
 		// A 360 px phone: the list's rows become cards, the item rows show
 		// their labels.
 		e.do(t, scheme+" phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
-		for _, p := range []string{"/orders", "/orders/new", "/orders/" + a, "/orders/inquiry"} {
+		for _, p := range []string{"/orders", "/orders/new", "/orders/" + a, "/orders/inquiry", "/orders/" + a + "?confirm=delete"} {
 			e.do(t, scheme+" phone open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 			e.axe(t, axe, scheme+" phone "+p)
 		}
@@ -213,5 +215,23 @@ func TestAccessibility(t *testing.T) {
 		e.do(t, scheme+" shortcuts", press("?"), chromedp.WaitVisible(css("dialog#shortcuts")))
 		e.axe(t, axe, scheme+" shortcuts dialog")
 		e.do(t, scheme+" close shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
+
+		// Issue 9 #10: acting on an order deleted elsewhere, in a list row
+		// and on the order's page.
+		gone := createOrder(t, e.store, "Deleted Elsewhere", "")
+		goneRow := fmt.Sprintf("#order-row-%d", gone.ID)
+		e.do(t, scheme+" list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(goneRow)))
+		if err := e.store.Delete(context.Background(), gone.ID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.do(t, scheme+" edit a deleted row", chromedp.Click(css(goneRow+" a[hx-get]")), chromedp.WaitVisible(css(goneRow+".gone")))
+		e.axe(t, axe, scheme+" row of an order deleted elsewhere")
+		gone = createOrder(t, e.store, "Deleted Elsewhere", "")
+		e.do(t, scheme+" order page", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", gone.ID)), chromedp.WaitVisible(css("#order")))
+		if err := e.store.Delete(context.Background(), gone.ID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.do(t, scheme+" confirm a deleted order", chromedp.Click(css(".transitions button")), chromedp.WaitVisible(css("#error")))
+		e.axe(t, axe, scheme+" order page after acting on a deleted order")
 	}
 }

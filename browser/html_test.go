@@ -331,6 +331,20 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("row-deleted", hreq{method: "DELETE", path: "/orders/" + id(doomed) + "?version=" + version(doomed),
 		target: "tr#order-row-" + id(doomed), want: 200})
 
+	// Issue 9: Delete's confirmation page; a row's Remove without
+	// JavaScript; the answers about an order deleted elsewhere (the row, the
+	// page after a plain form, the fragment into #main).
+	d.fetch("delete-confirm", hreq{method: "GET", path: "/orders/" + a + "?confirm=delete", want: 200})
+	d.fetch("delete-confirm", hreq{method: "GET", path: "/orders/" + a + "?confirm=delete", fragment: true, want: 200})
+	d.fetch("new-remove-row", hreq{method: "GET", want: 200,
+		path: "/orders/new?customer=Al&currency=USD&items=&items%5B0%5D%5Bname%5D=Pen&items%5B1%5D%5Bname%5D=Ink&remove_row=0"})
+	gone := "/orders/" + id(doomed)
+	d.fetch("row-gone-edit", hreq{method: "GET", path: gone + "/edit", target: "tr#order-row-" + id(doomed), want: 404})
+	d.fetch("row-gone-put", hreq{method: "PUT", path: gone, target: "tr#order-row-" + id(doomed), want: 404,
+		form: url.Values{"customer": {"Barbara"}}})
+	d.fetch("gone-put", hreq{method: "POST", path: gone, form: url.Values{"_method": {"PUT"}, "customer": {"Barbara"}}, want: 404})
+	d.fetch("gone-put", hreq{method: "PUT", path: gone, form: url.Values{"status": {"confirmed"}}, target: "main#main", want: 404})
+
 	started := time.Now()
 	msgs := runVNU(t, java, jar, d.files)
 	t.Logf("vnu checked %d documents in %s", len(d.files), time.Since(started).Round(time.Millisecond))

@@ -201,7 +201,9 @@ func TestWithoutJavaScript(t *testing.T) {
 	e.waitText(t, "#order .facts", "Dennis M. Ritchie")
 	e.waitText(t, "#notice", "Order 1 saved.")
 
-	e.do(t, "delete without JS", chromedp.Click(css("#order .page-head button.danger")), chromedp.WaitVisible(css("#orders")))
+	// Without JavaScript Delete asks on a confirmation page first.
+	e.do(t, "delete without JS", chromedp.Click(css("#order .page-head button.danger")), chromedp.WaitVisible(css("#order-delete")),
+		chromedp.Click(css("#order-delete button.danger")), chromedp.WaitVisible(css("#orders")))
 	e.waitText(t, "#notice", "Order 1 deleted.")
 	if n, _ := e.store.Count(t.Context()); n != 0 {
 		t.Errorf("%d orders stored after deleting the only one", n)

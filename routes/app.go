@@ -229,6 +229,8 @@ var funcs = template.FuncMap{
 	// rowView gives a list row the view a single-row fragment gets.
 	"rowView": func(o store.Order) *view { return &view{Order: &o} },
 	"itemRow": func(f *orderForm, it itemForm) itemRowView { return itemRowView{f, it} },
+	// wbrEmail lets an email address break after "@" and before ".".
+	"wbrEmail": wbrEmail,
 	"actionLabel": func(s store.Status) string {
 		return map[store.Status]string{store.Confirmed: "Confirm", store.Shipped: "Mark shipped",
 			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]

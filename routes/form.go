@@ -1,7 +1,11 @@
 package routes
 
 import (
+	"html/template"
 	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
 
 	"orders/store"
 )
@@ -101,4 +105,95 @@ func (f *orderForm) addBlankRows(n int) {
 	for i := 0; i < n && len(f.Items) < store.MaxItems; i++ {
 		f.Items = append(f.Items, itemForm{N: next + i})
 	}
+}
+
+// lineTotal is the row's quantity × unit price, and whether both are valid
+// amounts; a row with neither is blank. The server computes what app.js
+// previews, so totals show without JavaScript too.
+func (it itemForm) lineTotal() (total store.Money, ok, blank bool) {
+	q, p := strings.TrimSpace(it.Quantity), strings.TrimSpace(it.UnitPrice)
+	if q == "" && p == "" {
+		return 0, false, true
+	}
+	n, err := strconv.ParseInt(q, 10, 64)
+	if err != nil || n < 1 || n > store.MaxQuantity {
+		return 0, false, false
+	}
+	m, err := store.ParseMoney(p)
+	if err != nil || m > store.MaxUnitPrice {
+		return 0, false, false
+	}
+	return m.Times(n), true, false
+}
+
+// LineTotal is the row's line total as shown, or "–" when it has none.
+func (it itemForm) LineTotal() string {
+	if t, ok, _ := it.lineTotal(); ok {
+		return t.String()
+	}
+	return "–"
+}
+
+// Total is the sum of the rows' line totals, or "–" while a row that is
+// not blank has no valid line total (as app.js shows it).
+func (f *orderForm) Total() string {
+	var sum store.Money
+	for _, it := range f.Items {
+		t, ok, blank := it.lineTotal()
+		if blank {
+			continue
+		}
+		if !ok {
+			return "–"
+		}
+		sum += t
+	}
+	return sum.String()
+}
+
+// removeRow drops item row n (a Remove button without JavaScript); a form
+// whose items can change keeps at least one row to type in.
+func (f *orderForm) removeRow(n int) {
+	kept := f.Items[:0]
+	for _, it := range f.Items {
+		if it.N != n {
+			kept = append(kept, it)
+		}
+	}
+	f.Items = kept
+	if len(f.Items) == 0 && f.ItemsEditable {
+		f.addBlankRows(1)
+	}
+}
+
+// RowsAction is where the Add and Remove row buttons send the form without
+// JavaScript: the form's own page, which answers with one row more or less.
+func (f *orderForm) RowsAction() string {
+	if f.New {
+		return "/orders/new"
+	}
+	return f.Action + "/edit"
+}
+
+// formNoStore keeps a form out of every cache, the back/forward cache
+// included: Back after a save (a plain form's 303) fetches the form again
+// with the stored values and version, instead of showing the old ones,
+// which a second save would send as a stale edit.
+func formNoStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
+
+// wbrEmail writes an email address with a line-break opportunity after the
+// "@" and before each ".", so a narrow screen breaks it there and never
+// inside a word (CSS alone breaks an unbroken address anywhere).
+func wbrEmail(addr string) template.HTML {
+	var b strings.Builder
+	for i, r := range addr {
+		if r == '.' && i > 0 {
+			b.WriteString("<wbr>")
+		}
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		if r == '@' {
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String())
 }

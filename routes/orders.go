@@ -51,14 +51,18 @@ func member(c *fiber.Ctx) (repr, int64, error) {
 	return r, id, err
 }
 
-// memberOrder is member and the stored order, for the member GETs.
+// memberOrder is member and the stored order, for the member GETs. An order
+// that is gone has been answered when it returns neither (gone.go).
 func (o *orderHandlers) memberOrder(c *fiber.Ctx) (repr, *store.Order, error) {
 	r, id, err := member(c)
 	if err != nil {
 		return r, nil, err
 	}
 	ord, err := o.store.Get(c.UserContext(), id)
-	return r, ord, err
+	if err != nil {
+		return r, nil, o.gone(c, r, id, err)
+	}
+	return r, ord, nil
 }
 
 func (o *orderHandlers) list(c *fiber.Ctx) error    { return o.collection(c, false) }
@@ -167,19 +171,25 @@ func etagVersions(header string, id int64) (versions []int64, any bool) {
 
 func (o *orderHandlers) show(c *fiber.Ctx) error {
 	r, ord, err := o.memberOrder(c)
-	if err != nil {
+	if err != nil || ord == nil {
 		return err
 	}
 	id := ord.ID
 	partial, part := "partials/orders/show", ""
+	title := orderTitle(ord)
 	if r == reprFragment && hxTarget(c) == rowTarget(id) {
 		partial, part = "partials/orders/row", "row"
+	} else if c.Query("confirm") == "delete" && r != reprJSON {
+		// The confirmation a Delete button leads to without JavaScript
+		// (with it, hx-confirm asks): docs/api.md.
+		partial, part = "partials/orders/delete", "delete"
+		title = "Delete order " + strconv.FormatInt(id, 10) + "?"
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache") // on the 304 as on the 200
 	if r == reprPage && c.Cookies(flashCookie) != "" {
 		// This page carries a one-time notice: neither a 304 nor an ETag,
 		// so the notice is neither lost nor replayed from a cache.
-		return renderAs(c, r, fiber.StatusOK, partial, &view{Title: orderTitle(ord), Nav: "orders", Order: ord}, ord)
+		return renderAs(c, r, fiber.StatusOK, partial, &view{Title: title, Nav: "orders", Order: ord}, ord)
 	}
 	c.Set(fiber.HeaderETag, etag(ord, r, part))
 	if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" {
@@ -191,7 +201,7 @@ func (o *orderHandlers) show(c *fiber.Ctx) error {
 			return c.SendStatus(fiber.StatusNotModified)
 		}
 	}
-	return renderAs(c, r, fiber.StatusOK, partial, &view{Title: orderTitle(ord), Nav: "orders", Order: ord}, ord)
+	return renderAs(c, r, fiber.StatusOK, partial, &view{Title: title, Nav: "orders", Order: ord}, ord)
 }
 
 func orderTitle(o *store.Order) string {
@@ -212,6 +222,7 @@ func (o *orderHandlers) newForm(c *fiber.Ctx) error {
 	}
 	f := newOrderForm(nil)
 	prefillFromQuery(c, f, nil)
+	formNoStore(c)
 	return renderAs(c, r, fiber.StatusOK, "partials/orders/form", &view{Title: "New order", Nav: "new", Form: f}, nil)
 }
 
@@ -231,6 +242,10 @@ func prefillFromQuery(c *fiber.Ctx, f *orderForm, cur *store.Order) {
 	f.fill(cur, in)
 	if c.Query("add_row") != "" {
 		f.addBlankRows(1)
+	}
+	// A row's Remove button, without JavaScript: the form without that row.
+	if n, err := strconv.Atoi(c.Query("remove_row")); err == nil {
+		f.removeRow(n)
 	}
 }
 
@@ -306,7 +321,7 @@ func invalidFields(err error) map[string]string {
 
 func (o *orderHandlers) editForm(c *fiber.Ctx) error {
 	r, ord, err := o.memberOrder(c)
-	if err != nil {
+	if err != nil || ord == nil {
 		return err
 	}
 	id := ord.ID
@@ -323,6 +338,7 @@ func (o *orderHandlers) editForm(c *fiber.Ctx) error {
 	if r == reprFragment && hxTarget(c) == rowTarget(id) {
 		partial = "partials/orders/row_edit"
 	}
+	formNoStore(c)
 	return renderAs(c, r, fiber.StatusOK, partial, &view{Title: "Edit order " + strconv.FormatInt(id, 10), Nav: "orders", Order: ord, Form: f}, nil)
 }
 
@@ -357,7 +373,7 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 	if err != nil {
 		se, ok := err.(*store.Error)
 		if !ok || r == reprJSON || (se.Code != store.EINVALID && se.Code != store.ECONFLICT) {
-			return err
+			return o.gone(c, r, id, err)
 		}
 		// The form again, with what the person typed and the reason.
 		f := newOrderForm(se.Current)
@@ -394,7 +410,10 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 	case row:
 		return renderAs(c, r, fiber.StatusOK, "partials/orders/row", &view{Order: ord, Notice: notice}, nil)
 	case r == reprFragment:
-		c.Set("HX-Push-Url", loc)
+		// Replaced, not pushed: the edit form's history entry becomes the
+		// order, so Back leads to the page before the edit, never into
+		// the form with stale values.
+		c.Set("HX-Replace-Url", loc)
 		return renderAs(c, r, fiber.StatusOK, "partials/orders/show",
 			&view{Title: orderTitle(ord), Nav: "orders", Order: ord, Notice: notice}, nil)
 	}
@@ -429,7 +448,7 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 		version = n
 	}
 	if err := o.store.Delete(c.UserContext(), id, ifMatch(c, id), version); err != nil {
-		return err
+		return o.gone(c, r, id, err)
 	}
 	notice := successNotice("Order " + strconv.FormatInt(id, 10) + " deleted.")
 	switch {

@@ -143,7 +143,7 @@ func TestUpdate(t *testing.T) {
 		t.Run("htmx", func(t *testing.T) {
 			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Upd HX", "version", "2"), hxTo("main#main"))
 			r.wantStatus(t, http.StatusOK).wantNegotiated(t).wantFragment(t, "order").wantContains(t, "Upd HX", "saved")
-			r.wantHeader(t, "HX-Push-Url", path(o.ID))
+			r.wantHeader(t, "HX-Replace-Url", path(o.ID)) // replaced: Back skips the edit form
 		})
 		t.Run("plain", func(t *testing.T) {
 			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Upd Plain", "version", "3"), hPage)

@@ -59,6 +59,7 @@
     var row = last.cloneNode(true);
     renumber(row, next);
     row.querySelectorAll("input").forEach(function (i) { i.value = ""; i.removeAttribute("aria-invalid"); i.removeAttribute("aria-describedby"); });
+    row.querySelectorAll("[data-remove-row]").forEach(function (b) { b.value = String(next); });
     row.querySelectorAll(".error-text").forEach(function (e) { e.remove(); });
     tbody.appendChild(row);
     updateTotals(tbody);
@@ -74,6 +75,9 @@
     }
     var rm = e.target.closest("[data-remove-row]");
     if (rm) {
+      // Without this script the button asks the server for the form
+      // without the row (remove_row); here the row goes at once.
+      e.preventDefault();
       var tbody = rm.closest("tbody"), row = rm.closest("tr");
       if (tbody.querySelectorAll("tr.item-row").length > 1) {
         var prev = row.previousElementSibling || row.nextElementSibling;
@@ -102,21 +106,83 @@
   });
 
   function enhance(root) {
-    root.querySelectorAll("[data-remove-row][hidden]").forEach(function (b) { b.hidden = false; });
     updateTotals(root.querySelector ? root.querySelector("#item-rows") || document.getElementById("item-rows") : null);
   }
 
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
-  document.addEventListener("htmx:after:swap", function () {
-    enhance(document);
-    // A swap that removed the focused element (a Save or Edit button) puts
-    // focus on the first field with an error, or on the new inline form.
+  document.addEventListener("htmx:after:swap", function () { enhance(document); });
+})();
+
+// Focus after an action (CONTRACT §7; issue 9, defect 5): a swap that took
+// the focused element away (a Save, Edit, Delete or status button, the
+// field Escape was pressed in) never leaves focus on the page's body. It
+// goes to the first field with an error, else the updated row (its Edit
+// link; the customer field of an inline form, with the cursor at the end
+// of the text), else, after a page-sized swap into #main or the body, the
+// page's heading. The List's own results (paging, sorting, a row's delete)
+// are handled in the List section below. An htmx extension hook, not a
+// document listener: after an outerHTML swap of a row the event is fired
+// on the old row, which has left the page, and never reaches the document.
+(function focusAfterActions() {
+  "use strict";
+
+  function lost() {
     var a = document.activeElement;
-    if (a && a !== document.body) return;
-    var target = document.querySelector("main [aria-invalid='true']") ||
-      document.querySelector("tr.editing input:not([type=hidden])");
-    if (target) target.focus();
-  });
+    return !a || a === document.body || !a.isConnected;
+  }
+
+  function focusField(el) {
+    el.focus();
+    if (el.setSelectionRange && /^(text|search|email|tel|url)$/.test(el.type)) {
+      try { var n = el.value.length; el.setSelectionRange(n, n); } catch (e) { /* email inputs may refuse */ }
+    }
+  }
+
+  function focusHeading(root) {
+    var h = root.querySelector("h1") || document.querySelector("main h1");
+    if (!h) return;
+    if (!h.hasAttribute("tabindex")) h.setAttribute("tabindex", "-1");
+    h.focus();
+  }
+
+  function afterSwap(ctx) {
+    var t = ctx && ctx.target;
+    if (!t || t.nodeType !== 1) return;
+    var root = t.isConnected ? t : (t.id && document.getElementById(t.id));
+    if (!root) return; // a removed row: the List section moves focus
+    var isRow = /^order-row-/.test(root.id);
+    var isPage = root === document.body || root.id === "main";
+    if (!isRow && !isPage) return;
+    var invalid = root.querySelector("[aria-invalid='true']");
+    if (invalid) { focusField(invalid); return; }
+    if (!lost()) return;
+    if (isRow) {
+      var field = root.querySelector("form.row-form input:not([type=hidden])");
+      var link = root.querySelector("a[href$='/edit']") || root.querySelector("a[href]");
+      if (field) focusField(field);
+      else if (link) link.focus();
+      return;
+    }
+    focusHeading(root);
+  }
+
+  if (window.htmx && htmx.registerExtension) {
+    htmx.registerExtension("orders-focus", {
+      htmx_after_swap: function (elt, detail) { afterSwap(detail && detail.ctx); }
+    });
+  }
+})();
+
+// Content-Security-Policy (issue 9, defect 11): after a swap, htmx's settle
+// step copies the old element's class, style, width and height onto the
+// new element of the same id, with setAttribute. Under style-src 'self' a
+// style attribute set that way is refused, one console error per element:
+// whatever gave the old fields a style (the browser's form filling, an
+// extension, a script using el.style) made every failed save log dozens.
+// The app uses no settle transitions, so there is no settle step at all.
+(function cspSafeSwaps() {
+  "use strict";
+  if (window.htmx) htmx.config.defaultSettleDelay = 0;
 })();
 
 // List and Inquiry (issue 9): a busy state while results load, focus and
