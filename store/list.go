@@ -230,12 +230,23 @@ func (s *Store) sortKeys(sort Sort, st Status) (keys []string, lex bool) {
 // O(log N) each; about 50 steps), then merges from S.
 var mergeScript = redis.NewScript(`
 local off, cnt, desc = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
-local lo, hi = ARGV[4], ARGV[5]
+local lo, hi, g = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local function fmt(x) return string.format('%.0f', x) end
 local total = 0
 for _, k in ipairs(KEYS) do total = total + redis.call('ZCOUNT', k, lo, hi) end
 local out = {total}
 if off >= total or cnt <= 0 then return out end
+-- Past the middle, read the page from the other end (the reverse order is
+-- exactly reversed, ties included) and turn it round at the end.
+local flip = false
+if off + cnt > 256 and off * 2 > total then
+  flip, desc = true, not desc
+  -- One assignment at a time: gopher-lua (miniredis) assigns the first
+  -- before it evaluates the second of "a, b = x, y".
+  local stop = math.min(off + cnt, total)
+  cnt = stop - off
+  off = total - stop
+end
 local from, skip = nil, off
 if off + cnt > 256 then
   local mn, mx
@@ -254,19 +265,22 @@ if off + cnt > 256 then
     return n
   end
   -- Every score is an integer below 2^53, so l + (h - l) / 2 is exact (l + h
-  -- may not be); 64 steps bound the loop whatever happens.
+  -- may not be). The search stops within g of the page's first score (g is
+  -- one second of a time score: its low bits are the id's), and the merge
+  -- below skips the few orders between; 64 steps bound the loop whatever
+  -- happens.
   local l, h = mn, mx
   if desc then
     for _ = 1, 64 do
-      if l >= h then break end
+      if h - l < g then break end
       local mid = l + math.ceil((h - l) / 2)
       if count(fmt(mid), hi) > off then l = mid else h = mid - 1 end
     end
-    from = fmt(l)
+    from = fmt(h)
     skip = off - count('(' .. from, hi)
   else
     for _ = 1, 64 do
-      if l >= h then break end
+      if h - l < g then break end
       local mid = l + math.floor((h - l) / 2)
       if count(lo, fmt(mid)) > off then h = mid else l = mid + 1 end
     end
@@ -292,7 +306,13 @@ table.sort(all, function(a, b)
   if desc then return a[2] > b[2] end
   return a[2] < b[2]
 end)
-for i = skip + 1, math.min(skip + cnt, #all) do out[#out + 1] = all[i][2] end
+local page = {}
+for i = skip + 1, math.min(skip + cnt, #all) do page[#page + 1] = all[i][2] end
+if flip then
+  for i = #page, 1, -1 do out[#out + 1] = page[i] end
+else
+  for i = 1, #page do out[#out + 1] = page[i] end
+end
 return out
 `)
 
@@ -307,7 +327,7 @@ func (s *Store) listSorted(ctx context.Context, q Query, offset int64, keep func
 		err     error
 	)
 	if len(keys) > 1 {
-		out.Total, members, err = s.merged(ctx, keys, offset, int64(q.PerPage), q.Sort.Desc(), lo, hi)
+		out.Total, members, err = s.merged(ctx, keys, q.Sort, offset, int64(q.PerPage), lo, hi)
 	} else {
 		out.Total, members, err = s.ranked(ctx, keys[0], offset, int64(q.PerPage), q.Sort.Desc(), lo, hi)
 	}
@@ -341,12 +361,16 @@ func sortedIDs(members []string, lex bool) []int64 {
 }
 
 // merged is one page of the union of score sets within [lo, hi].
-func (s *Store) merged(ctx context.Context, keys []string, offset, count int64, desc bool, lo, hi float64) (int64, []string, error) {
+func (s *Store) merged(ctx context.Context, keys []string, sort Sort, offset, count int64, lo, hi float64) (int64, []string, error) {
 	d := "0"
-	if desc {
+	if sort.Desc() {
 		d = "1"
 	}
-	return scriptPage(mergeScript.Run(ctx, s.rdb, keys, offset, count, d, scoreArg(lo, false), scoreArg(hi, false)))
+	g := 1 << 21 // a second of a time score
+	if sort.Field() == "total" {
+		g = 1 // a cent holds every order of that total: search to the order
+	}
+	return scriptPage(mergeScript.Run(ctx, s.rdb, keys, offset, count, d, scoreArg(lo, false), scoreArg(hi, false), g))
 }
 
 // ranked is one page of one set by rank: the whole set, or for a score
@@ -508,7 +532,7 @@ func (s *Store) sortedCandidates(ctx context.Context, q Query) ([]int64, bool, e
 	)
 	all := math.Inf(1)
 	if len(keys) > 1 {
-		total, ms, err = s.merged(ctx, keys, 0, MaxCandidates, q.Sort.Desc(), -all, all)
+		total, ms, err = s.merged(ctx, keys, q.Sort, 0, MaxCandidates, -all, all)
 	} else {
 		total, ms, err = s.ranked(ctx, keys[0], 0, MaxCandidates, q.Sort.Desc(), -all, all)
 	}
