@@ -386,6 +386,8 @@ func TestListCountAfterDelete(t *testing.T) {
 	row := fmt.Sprintf("#order-row-%d", doomed.ID)
 	e.do(t, "delete a row", chromedp.Click(css(row+" button.danger")), chromedp.WaitNotPresent(css(row)))
 	e.waitText(t, "#results-count", "Showing 1–25 of 29")
+	// The results' refetch leaves the delete's notice alone.
+	e.waitText(t, "#notice", fmt.Sprintf("Order %d deleted.", doomed.ID))
 	if n := len(e.rowIDs(t)); n != 25 {
 		t.Errorf("after the delete the page shows %d rows, want 25 (the next order moves up)", n)
 	}
