@@ -236,6 +236,9 @@ func TestListSortHeaders(t *testing.T) {
 				e.do(t, "search", chromedp.SendKeys(css("#q"), "grace"), chromedp.Click(css("#search button[type=submit]")))
 			}
 			e.waitPath(t, "q=grace", "sort=-total")
+			if got := e.path(t); js && (strings.Contains(got, "from=") || strings.Contains(got, "status=")) {
+				t.Errorf("the search's URL %q carries the form's empty fields", got)
+			}
 			e.waitText(t, "#order-results .match-note", "match order")
 			if got := e.attr(t, sortedTH, "aria-sort"); got != "" {
 				t.Errorf("a search says it is sorted (%q); it comes in match order", got)
@@ -658,5 +661,32 @@ func TestShortcuts(t *testing.T) {
 	}
 	if got := e.path(t); got != "/orders/new" {
 		t.Errorf("typing n in a field went to %q", got)
+	}
+}
+
+// TestInquiryFiltersAndShortcuts: the Inquiry has the List's search,
+// filters and pages, a sort choice of its own, and j, k and e.
+func TestInquiryFiltersAndShortcuts(t *testing.T) {
+	e, clk := startList(t, true)
+	orders := seedList(t, e, clk, 6)
+	e.do(t, "open the inquiry", chromedp.Navigate(e.base+"/orders/inquiry?per_page=2"), chromedp.WaitVisible(css("#order-results .inquiry-order")))
+	e.setMarker(t)
+	e.do(t, "sort by customer", setValue("#sort", "customer"))
+	e.waitPath(t, "sort=customer", "per_page=2")
+	want := sortedIDs(orders, 2, byCustomer)
+	e.waitText(t, "#order-results .inquiry-order h2", orders[slices.IndexFunc(orders, func(o seeded) bool { return o.ID == want[0] })].Customer)
+	e.waitText(t, "#results-count", "Showing 1–2 of 6")
+	e.do(t, "next page", chromedp.Click(css(`.pager a[rel=next]`)))
+	e.waitPath(t, "sort=customer", "per_page=2", "page=2")
+	e.waitTitle(t, "Inquiry: page 2 · Orders")
+	if !e.markerKept(t) {
+		t.Error("the Inquiry reloaded; want htmx swaps")
+	}
+	e.do(t, "blur", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), press("j"))
+	first := e.eval(t, `document.querySelector("#order-results .inquiry-order").id`)
+	e.waitFocusIn(t, first)
+	e.do(t, "e opens the order's edit page", press("e"), chromedp.WaitVisible(css("#order-form")))
+	if got := e.path(t); !strings.HasSuffix(got, "/edit") {
+		t.Errorf("e on the Inquiry went to %q, want the order's edit page", got)
 	}
 }
