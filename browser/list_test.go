@@ -176,6 +176,28 @@ func (e *env) waitTitle(t *testing.T, want string) {
 
 const sortedTH = `#order-results th[aria-sort]`
 
+// waitShows waits until sel's text contains want, like waitText, reading
+// through page loads (a plain link or form navigates while it polls).
+func (e *env) waitShows(t *testing.T, sel, want string) {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && el.textContent.includes(%q); })()`, sel, want)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			got, _ := chromedp.Run(e.ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q)||{}).textContent||"(missing)"`, sel)))
+			e.shot(t, "failure-waitshows")
+			t.Fatalf("waiting for %s to contain %q: it holds %q (last error %v)", sel, want, strings.TrimSpace(got), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestListSortHeaders: the column headers sort, say how (aria-sort), keep
 // the query, and the search form keeps the sort (issue 9, CONTRACT §4).
 func TestListSortHeaders(t *testing.T) {
@@ -200,7 +222,7 @@ func TestListSortHeaders(t *testing.T) {
 			}
 			click("customer")
 			e.waitPath(t, "sort=customer")
-			e.waitText(t, sortedTH, "Customer")
+			e.waitShows(t, sortedTH, "Customer")
 			if got := e.attr(t, sortedTH, "aria-sort"); got != "ascending" {
 				t.Errorf("after Customer: aria-sort %q, want ascending", got)
 			}
@@ -220,11 +242,11 @@ func TestListSortHeaders(t *testing.T) {
 
 			click("customer")
 			e.waitPath(t, "sort=-customer")
-			e.waitText(t, `#order-results th[aria-sort="descending"]`, "Customer")
+			e.waitShows(t, `#order-results th[aria-sort="descending"]`, "Customer")
 
 			click("total")
 			e.waitPath(t, "sort=-total")
-			e.waitText(t, `#order-results th[aria-sort="descending"]`, "Total")
+			e.waitShows(t, `#order-results th[aria-sort="descending"]`, "Total")
 			if got, want := e.rowIDs(t), sortedIDs(orders, 25, byTotalDesc); !slices.Equal(got, want) {
 				t.Errorf("sorted by total: rows %v, want largest first %v", got, want)
 			}
@@ -239,7 +261,7 @@ func TestListSortHeaders(t *testing.T) {
 			if got := e.path(t); js && (strings.Contains(got, "from=") || strings.Contains(got, "status=")) {
 				t.Errorf("the search's URL %q carries the form's empty fields", got)
 			}
-			e.waitText(t, "#order-results .match-note", "match order")
+			e.waitShows(t, "#order-results .match-note", "match order")
 			if got := e.attr(t, sortedTH, "aria-sort"); got != "" {
 				t.Errorf("a search says it is sorted (%q); it comes in match order", got)
 			}
@@ -269,7 +291,7 @@ func TestListPageNumbers(t *testing.T) {
 			if got := e.text(t, `.pager .pages a[aria-current="page"]`); !strings.HasSuffix(got, "6") {
 				t.Errorf("the current page link says %q, want 6", got)
 			}
-			e.waitText(t, "#results-count", "Showing 11–12 of 40")
+			e.waitShows(t, "#results-count", "Showing 11–12 of 40")
 			e.shot(t, "list-page-numbers")
 
 			// Older from the bottom of the page: the results' top shows.
@@ -278,7 +300,7 @@ func TestListPageNumbers(t *testing.T) {
 				chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.documentElement.scrollHeight)`),
 				chromedp.Click(css(`.pager a[rel=next]`)))
 			e.waitPath(t, "page=7")
-			e.waitText(t, "#results-count", "Showing 13–14 of 40")
+			e.waitShows(t, "#results-count", "Showing 13–14 of 40")
 			top := e.eval(t, `String(Math.round(document.getElementById("order-results").getBoundingClientRect().top))`)
 			if n, _ := strconv.Atoi(top); n < -5 || n > 500 {
 				t.Errorf("after Older the results' top is at %s px of a 500 px window, want it in view", top)
@@ -291,7 +313,7 @@ func TestListPageNumbers(t *testing.T) {
 
 			e.do(t, "go to the last page", chromedp.Click(css(`.pager .pages li:last-child a`)))
 			e.waitPath(t, "page=20")
-			e.waitText(t, "#results-count", "Showing 39–40 of 40")
+			e.waitShows(t, "#results-count", "Showing 39–40 of 40")
 			if n := e.eval(t, `String(document.querySelectorAll(".pager a[rel=next]").length)`); n != "0" {
 				t.Error("the last page has an Older link")
 			}
@@ -299,13 +321,13 @@ func TestListPageNumbers(t *testing.T) {
 			// The page size: the first order shown stays in view.
 			e.do(t, "choose 25 a page", chromedp.Click(css(`.pager .page-size li:nth-child(1) a`)))
 			e.waitPath(t, "page=2")
-			e.waitText(t, "#results-count", "Showing 26–40 of 40")
+			e.waitShows(t, "#results-count", "Showing 26–40 of 40")
 			if got := e.text(t, `.pager .page-size a[aria-current]`); !strings.HasPrefix(got, "25") {
 				t.Errorf("current page size %q, want 25", got)
 			}
 			e.do(t, "choose 50 a page", chromedp.Click(css(`.pager .page-size a[href*="per_page=50"]`)))
 			e.waitPath(t, "per_page=50")
-			e.waitText(t, "#results-count", "Showing 1–40 of 40")
+			e.waitShows(t, "#results-count", "Showing 1–40 of 40")
 			if n := e.eval(t, `String(document.querySelectorAll(".pager .pages").length)`); n != "0" {
 				t.Error("one page shows page numbers")
 			}
@@ -354,7 +376,7 @@ func TestListDateFilter(t *testing.T) {
 			}
 			e.waitPath(t, "from=2025-01-03", "to=2025-01-05")
 			// Waits for the store to honour from and to.
-			e.waitText(t, "#results-count", "of 3")
+			e.waitShows(t, "#results-count", "of 3")
 			want := []int64{orders[4].ID, orders[3].ID, orders[2].ID}
 			if got := e.rowIDs(t); !slices.Equal(got, want) {
 				t.Errorf("orders created 3–5 January: rows %v, want %v", got, want)
@@ -364,7 +386,7 @@ func TestListDateFilter(t *testing.T) {
 			if got := run(t, e, "from", chromedp.Value(css("#from"))); got != "2025-01-03" {
 				t.Errorf("after reload from holds %q", got)
 			}
-			e.waitText(t, "#results-count", "of 3")
+			e.waitShows(t, "#results-count", "of 3")
 
 			set("from", "2025-01-06")
 			if !js {
@@ -372,7 +394,7 @@ func TestListDateFilter(t *testing.T) {
 			}
 			e.waitPath(t, "from=2025-01-06", "to=2025-01-05")
 			e.do(t, "the page", chromedp.WaitVisible(css("#results-count")))
-			e.waitText(t, "#results-count", "before the “from” date")
+			e.waitShows(t, "#results-count", "before the “from” date")
 		})
 	}
 }
@@ -384,13 +406,13 @@ func TestListCountAfterDelete(t *testing.T) {
 	e, clk := startList(t, true)
 	orders := seedList(t, e, clk, 30)
 	e.do(t, "open the list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css("#order-results table")))
-	e.waitText(t, "#results-count", "Showing 1–25 of 30")
+	e.waitShows(t, "#results-count", "Showing 1–25 of 30")
 	doomed := orders[27] // the third row
 	row := fmt.Sprintf("#order-row-%d", doomed.ID)
 	e.do(t, "delete a row", chromedp.Click(css(row+" button.danger")), chromedp.WaitNotPresent(css(row)))
-	e.waitText(t, "#results-count", "Showing 1–25 of 29")
+	e.waitShows(t, "#results-count", "Showing 1–25 of 29")
 	// The results' refetch leaves the delete's notice alone.
-	e.waitText(t, "#notice", fmt.Sprintf("Order %d deleted.", doomed.ID))
+	e.waitShows(t, "#notice", fmt.Sprintf("Order %d deleted.", doomed.ID))
 	if n := len(e.rowIDs(t)); n != 25 {
 		t.Errorf("after the delete the page shows %d rows, want 25 (the next order moves up)", n)
 	}
@@ -399,14 +421,14 @@ func TestListCountAfterDelete(t *testing.T) {
 	e.waitFocusIn(t, want)
 
 	e.do(t, "a page past the end", chromedp.Navigate(e.base+"/orders?page=999"), chromedp.WaitVisible(css("#results-count")))
-	e.waitText(t, "#results-count", "No orders on page 999 — 29 orders on 2 pages")
+	e.waitShows(t, "#results-count", "No orders on page 999 — 29 orders on 2 pages")
 	if strings.Contains(e.text(t, "#order-results"), "0–0") {
 		t.Error("a page past the end says 0–0")
 	}
 	e.shot(t, "list-past-end")
 	e.do(t, "go to the last page", chromedp.Click(css(`#order-results .results-head a`)))
 	e.waitPath(t, "page=2")
-	e.waitText(t, "#results-count", "Showing 26–29 of 29")
+	e.waitShows(t, "#results-count", "Showing 26–29 of 29")
 }
 
 // waitFocusIn waits until the focused element is inside the element with id.
@@ -430,7 +452,7 @@ func TestTabTitle(t *testing.T) {
 	e.waitTitle(t, "Orders")
 	e.setMarker(t)
 	e.do(t, "search", chromedp.SendKeys(css("#q"), "ad"))
-	e.waitText(t, "#results-count", "of 1")
+	e.waitShows(t, "#results-count", "of 1")
 	e.waitTitle(t, "Search “ad” · Orders")
 	// An inline edit is not a new page: the title stays.
 	e.do(t, "inline edit", chromedp.Click(css("#order-row-1 a[hx-get]")), chromedp.WaitVisible(css("#row-1-customer")))
@@ -674,8 +696,8 @@ func TestInquiryFiltersAndShortcuts(t *testing.T) {
 	e.do(t, "sort by customer", setValue("#sort", "customer"))
 	e.waitPath(t, "sort=customer", "per_page=2")
 	want := sortedIDs(orders, 2, byCustomer)
-	e.waitText(t, "#order-results .inquiry-order h2", orders[slices.IndexFunc(orders, func(o seeded) bool { return o.ID == want[0] })].Customer)
-	e.waitText(t, "#results-count", "Showing 1–2 of 6")
+	e.waitShows(t, "#order-results .inquiry-order h2", orders[slices.IndexFunc(orders, func(o seeded) bool { return o.ID == want[0] })].Customer)
+	e.waitShows(t, "#results-count", "Showing 1–2 of 6")
 	e.do(t, "next page", chromedp.Click(css(`.pager a[rel=next]`)))
 	e.waitPath(t, "sort=customer", "per_page=2", "page=2")
 	e.waitTitle(t, "Inquiry: page 2 · Orders")
