@@ -26,7 +26,7 @@ func TestConflictDiff(t *testing.T) {
 			{Index: 0, SKU: "mug-1", Name: "Enamel mug", Quantity: "3", UnitPrice: "12.5"}, // quantity changed
 			{Index: 1, Name: "Chalk", Quantity: "3", UnitPrice: "0.40"},                    // the same
 			{Index: 2, Name: "sticker", Quantity: "1", UnitPrice: "0.99"},                  // renamed
-			{Index: 3, SKU: "BAG-9", Name: "Tote bag", Quantity: "1", UnitPrice: "7"},       // only in yours
+			{Index: 3, SKU: "BAG-9", Name: "Tote bag", Quantity: "1", UnitPrice: "7"},      // only in yours
 		}} // Gel pen: only in theirs
 	c := newConflict(cur, in, false)
 	if len(c.Fields) != 1 || c.Fields[0] != (fieldDiff{Name: "customer", Label: "Customer", Yours: "Katherine Johnson", Theirs: "K. Johnson (NASA)"}) {
