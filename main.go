@@ -154,11 +154,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.repair {
 		return repair(ctx, st, stdout)
 	}
-	// Data written by an earlier version gets this version's indexes.
-	if ran, r, err := st.Upgrade(ctx); err != nil {
+	// Data written by an earlier version gets this version's indexes. A
+	// Redis that does not answer yet is no reason not to start (the app
+	// answers 503 meanwhile): the upgrade is tried again every second.
+	upgrade := func() error {
+		ran, r, err := st.Upgrade(ctx)
+		if err == nil && ran {
+			log.Info("rebuilt the indexes for this version's layout", "layout", store.Layout, "report", r.String())
+		}
+		return err
+	}
+	if err := upgrade(); store.ErrorCode(err) == store.EUNAVAILABLE {
+		log.Warn("the index layout could not be checked yet; trying again every second", "err", err)
+		go func() {
+			for ctx.Err() == nil && store.ErrorCode(upgrade()) == store.EUNAVAILABLE {
+				time.Sleep(time.Second)
+			}
+		}()
+	} else if err != nil {
 		return fmt.Errorf("upgrading the indexes: %w", err)
-	} else if ran {
-		log.Info("rebuilt the indexes for this version's layout", "layout", store.Layout, "report", r.String())
 	}
 	// On a Cluster, index changes a writer could not finish (a crash, a
 	// timeout) are settled by every instance within a few seconds.

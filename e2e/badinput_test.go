@@ -303,7 +303,7 @@ func checkMessage(t *testing.T, what string, r *resp, wantJSON bool, msg string)
 			return
 		}
 		shown := strings.Contains(body, `id="error"`) || strings.Contains(body, `class="error-text"`) ||
-			strings.Contains(body, `aria-live="polite"><p>`) || strings.Contains(body, `<hx-partial hx-target="#notice"`)
+			strings.Contains(body, `<div class="notice notice-`) || strings.Contains(body, `<hx-partial hx-target="#notice"`)
 		if !shown {
 			t.Errorf("%s: got %d, but the HTML shows no message (no error section, field error or notice): %s", what, r.status, snippet(r.body))
 		}

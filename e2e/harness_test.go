@@ -455,7 +455,12 @@ func figure(line string) {
 // rows these tests make carry no email and no SKU a query here starts.
 func matchesSearch(o orderJSON, q string) bool {
 	words := strings.FieldsFunc(foldText(o.Customer), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	for _, t := range strings.Fields(foldText(q)) {
+	// The query splits at spaces, and at punctuation and symbols other than
+	// . - _ @ + ("o'b" is the terms o and b), as CONTRACT §4's words do.
+	split := func(r rune) bool {
+		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
+	}
+	for _, t := range strings.FieldsFunc(foldText(q), split) {
 		ok := strconv.FormatInt(o.ID, 10) == t
 		for _, w := range words {
 			ok = ok || strings.HasPrefix(w, t)
