@@ -18,6 +18,7 @@
 # Knobs: BIG SMALL MINI_SIZES ROUNDS DUR CONC LAT_CONC SKIP_MINI=1 SKIP_PROFILE=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 if [ "${QUICK:-0}" = 1 ]; then
   : "${BIG:=50000}" "${SMALL:=5000}" "${MINI_SIZES:=5000}" "${ROUNDS:=2}" "${DUR:=1s}"
@@ -41,28 +42,8 @@ cleanup() {
 }
 trap cleanup EXIT
 say() { printf '\n## %s\n\n' "$*" | tee -a "$report"; }
-note() { printf '%s\n' "$*" | tee -a "$report"; }
 
 command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
-}
-wait_port() { # wait_port PORT SECONDS
-  for _ in $(seq 1 $(($2 * 10))); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1"; return 1
-}
-# wait_log FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN.
-wait_log() {
-  for _ in $(seq 1 $(($3 * 10))); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1:"; tail -5 "$1"; return 1
-}
 used_memory() { redis-cli -p "$rport" -n "$1" info memory | tr -d '\r' | awk -F: '$1=="used_memory"{print $2}'; }
 
 note "# Benchmark run $(date -u +%Y-%m-%dT%H:%M:%SZ)"

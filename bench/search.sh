@@ -14,6 +14,7 @@
 #   BIG=100000 ROUNDS=2 bash bench/search.sh   # a quicker look
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 BIG=${BIG:-1000000}
 SMALL=${SMALL:-10000}
@@ -32,18 +33,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-note() { printf '%s\n' "$*" | tee -a "$report"; }
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
-}
-wait_log() { # wait_log FILE PATTERN SECONDS
-  for _ in $(seq 1 $(($3 * 10))); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1:"; tail -5 "$1"; return 1
-}
 
 command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
 note "# issue 9 budgets, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
