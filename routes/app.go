@@ -212,6 +212,17 @@ func (h *handlers) ready(c *fiber.Ctx) error {
 	return c.SendString("ready\n")
 }
 
+// TemplateFuncs returns the helpers the templates call, with asset giving
+// the plain static URLs: for bench/floor, which renders the same templates
+// without the app around them.
+func TemplateFuncs() template.FuncMap {
+	m := template.FuncMap{"asset": func(name string) string { return "/public/" + name }}
+	for k, v := range funcs {
+		m[k] = v
+	}
+	return m
+}
+
 var funcs = template.FuncMap{
 	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 	"isodate": func(t time.Time) string {

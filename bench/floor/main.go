@@ -26,6 +26,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 
+	"orders/routes"
 	"orders/store"
 )
 
@@ -82,8 +83,8 @@ func load(dir string) (*template.Template, error) {
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)+".html"))
 		return string(b), err
 	}
-	t := template.New("").Funcs(funcs)
-	for _, name := range []string{"partials/orders/show", "partials/orders/items"} {
+	t := template.New("").Funcs(routes.TemplateFuncs())
+	for _, name := range []string{"partials/orders/show", "partials/orders/items", "partials/notice_message"} {
 		src, err := read(name)
 		if err != nil {
 			return nil, err
@@ -104,23 +105,4 @@ func load(dir string) (*template.Template, error) {
 		return nil, fmt.Errorf("layouts/main: %w", err)
 	}
 	return t, nil
-}
-
-// funcs are the template helpers of routes/app.go that the order page uses.
-var funcs = template.FuncMap{
-	"date":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
-	"isodate": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"title": func(s store.Status) string {
-		if s == "" {
-			return ""
-		}
-		return strings.ToUpper(string(s[:1])) + string(s[1:])
-	},
-	"statuses": func() []store.Status { return store.Statuses },
-	"itemKey":  store.ItemKey,
-	"add1":     func(n int) int { return n + 1 },
-	"actionLabel": func(s store.Status) string {
-		return map[store.Status]string{store.Confirmed: "Confirm", store.Shipped: "Mark shipped",
-			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
-	},
 }
