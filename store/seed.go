@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -129,8 +130,16 @@ type seeder struct {
 	now         time.Time
 }
 
+// seedEntry is one index entry: a plain struct, not a redis.Z, so that a
+// million orders' ten million entries are not ten million boxed members for
+// the collector to scan.
+type seedEntry struct {
+	score  float64
+	member string
+}
+
 // seedEntries are index entries by index key.
-type seedEntries map[string][]redis.Z
+type seedEntries map[string][]seedEntry
 
 // writeOrders writes the hashes of orders start to end with several
 // goroutines, and returns their index entries.
@@ -147,7 +156,7 @@ func (g *seeder) writeOrders(ctx context.Context, start, end int64, rnd *rand.Ra
 		mu       sync.Mutex
 		errOnce  sync.Once
 		firstErr error
-		all      = seedEntries{}
+		parts    []seedEntries // each worker's entries
 	)
 	for range min(seedWorkers, int((end-start)/seedBatch)+1) {
 		wg.Add(1)
@@ -160,9 +169,7 @@ func (g *seeder) writeOrders(ctx context.Context, start, end int64, rnd *rand.Ra
 				}
 			}
 			mu.Lock()
-			for k, zs := range w.entries {
-				all[k] = append(all[k], zs...)
-			}
+			parts = append(parts, w.entries)
 			mu.Unlock()
 		}()
 	}
@@ -181,6 +188,23 @@ send:
 	wg.Wait()
 	if firstErr == nil {
 		firstErr = ctx.Err()
+	}
+	// One exactly sized slice per index: appending the workers' slices one
+	// after another would copy each entry several times over.
+	size := map[string]int{}
+	for _, p := range parts {
+		for k, es := range p {
+			size[k] += len(es)
+		}
+	}
+	all := make(seedEntries, len(size))
+	for k, n := range size {
+		all[k] = make([]seedEntry, 0, n)
+	}
+	for _, p := range parts {
+		for k, es := range p {
+			all[k] = append(all[k], es...)
+		}
 	}
 	return all, firstErr
 }
@@ -206,17 +230,24 @@ func (g *seeder) writeEntries(ctx context.Context, entries seedEntries) error {
 		go func() {
 			defer wg.Done()
 			for key := range work {
-				zs := entries[key]
-				slices.SortFunc(zs, func(a, b redis.Z) int {
-					if a.Score != b.Score {
-						return cmp.Compare(a.Score, b.Score)
+				es := entries[key]
+				slices.SortFunc(es, func(a, b seedEntry) int {
+					if a.score != b.score {
+						return cmp.Compare(a.score, b.score)
 					}
-					return strings.Compare(a.Member.(string), b.Member.(string))
+					return strings.Compare(a.member, b.member)
 				})
 				p := g.rdb.Pipeline()
-				for i := 0; i < len(zs); i += seedZAdd {
-					p.ZAdd(ctx, key, zs[i:min(i+seedZAdd, len(zs))]...)
-					if p.Len() >= 8 || i+seedZAdd >= len(zs) {
+				for i := 0; i < len(es); i += seedZAdd {
+					batch := es[i:min(i+seedZAdd, len(es))]
+					// A fresh slice for each command: the pipeline keeps it.
+					args := make([]any, 0, 2+2*len(batch))
+					args = append(args, "zadd", key)
+					for _, e := range batch {
+						args = append(args, scoreArgOf(e.score), e.member)
+					}
+					p.Do(ctx, args...)
+					if p.Len() >= 8 || i+seedZAdd >= len(es) {
 						if _, err := p.Exec(ctx); err != nil {
 							errOnce.Do(func() { firstErr = err; cancel() })
 							break
@@ -314,11 +345,27 @@ func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand
 				key = e.Key
 				w.keys[key] = key
 			}
-			w.entries[key] = append(w.entries[key], redis.Z{Score: e.Score, Member: e.Member})
+			w.entries[key] = append(w.entries[key], seedEntry{e.Score, e.Member})
 		}
 	}
 	_, err := p.Exec(ctx)
 	return err
+}
+
+// zeroScore is the score of every lexicographic index's entries, boxed once.
+var zeroScore any = "0"
+
+// scoreArgOf is a ZADD score argument. Every index score is a whole number
+// below 2^53 (timeScore, totalScore), which go-redis writes as an integer, several times
+// faster than the shortest decimal of a float64.
+func scoreArgOf(f float64) any {
+	switch {
+	case f == 0:
+		return zeroScore
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		return int64(f)
+	}
+	return f
 }
 
 // Count returns how many orders the collection holds.
