@@ -248,9 +248,10 @@ func TestRedisSingleHostPortIsRefused(t *testing.T) {
 	}
 }
 
-// TestStartUpgradesAnOldLayout: a snapshot written by the previous version
-// (ix:id sets, no search terms) is listed, sorted and searched by any word
-// after a plain start, and the old keys are gone from the next snapshot.
+// TestStartUpgradesAnOldLayout: a snapshot written by an earlier version
+// (ix:id sets, and a search set of layout 4, not split by status) is
+// listed, sorted and searched by any word after a plain start, and the old
+// keys are gone from the next snapshot.
 func TestStartUpgradesAnOldLayout(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "orders.json")
 	snap := `{"format":"orders-snapshot-1","keys":{
@@ -262,7 +263,8 @@ func TestStartUpgradesAnOldLayout(t *testing.T) {
 		"ix:id:confirmed":{"zset":{"2":2}},
 		"ix:name":{"zset":{"ada lovelace\u0000yy":0,"grace hopper\u0000yx":0}},
 		"ix:name:pending":{"zset":{"ada lovelace\u0000yy":0}},
-		"ix:name:confirmed":{"zset":{"grace hopper\u0000yx":0}}}}`
+		"ix:name:confirmed":{"zset":{"grace hopper\u0000yx":0}},
+		"ix:{w}:l":{"zset":{"lovelace\u0000yy":0}}}}`
 	if err := os.WriteFile(data, []byte(snap), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +274,7 @@ func TestStartUpgradesAnOldLayout(t *testing.T) {
 		{"/orders?q=kbd", "Grace Hopper"},
 		{"/orders?sort=-total", "Grace Hopper"},
 		{"/orders?status=pending", "Ada Lovelace"},
+		{"/orders?q=lovelace&status=pending", "Ada Lovelace"},
 	} {
 		resp, err := http.Get(base + c.url)
 		if err != nil {
@@ -288,7 +291,7 @@ func TestStartUpgradesAnOldLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(b); strings.Contains(s, `"ix:id"`) || strings.Contains(s, `"ix:id:pending"`) || !strings.Contains(s, `"layout"`) {
+	if s := string(b); strings.Contains(s, `"ix:id"`) || strings.Contains(s, `"ix:id:pending"`) || strings.Contains(s, `"ix:{w}:l"`) || !strings.Contains(s, `"layout"`) {
 		t.Errorf("the snapshot after the upgrade still has the old keys or no layout mark:\n%s", s)
 	}
 }

@@ -144,7 +144,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 			return out, err
 		}
 		return out, s.listExamined(ctx, q, ids, more, keep, &out)
-	case len(terms) == 1 && q.Status == "" && !dated && len(terms[0]) <= dupDepth:
+	case len(terms) == 1 && !dated && len(terms[0]) <= dupDepth:
 		out.MatchOrder = true
 		return out, s.searchOne(ctx, q, terms[0], offset, &out)
 	}
@@ -153,7 +153,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	var counts []int64
 	if len(terms) > 1 {
 		var err error
-		if counts, err = s.termCounts(ctx, terms); err != nil {
+		if counts, err = s.termCounts(ctx, terms, q.Status); err != nil {
 			return out, err
 		}
 		for i := range terms {
@@ -162,7 +162,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 			}
 		}
 	}
-	ids, more, err := s.termCandidates(ctx, terms[driver])
+	ids, more, err := s.termCandidates(ctx, terms[driver], q.Status)
 	if err != nil {
 		return out, err
 	}
@@ -173,9 +173,10 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	// The other terms' matches, when each is a short term with at most
 	// MaxCandidates of them: the candidates outside any are dropped without
 	// being read (one round trip per term instead of reading thousands of
-	// orders). When every term is known so and there is no filter, the
-	// candidates left are the answer.
-	allKnown := q.Status == "" && !dated
+	// orders). When every term is known so and there is no date filter, the
+	// candidates left are the answer (they are of the query's status
+	// already: each status has its own term sets).
+	allKnown := !dated
 	for i, t := range terms {
 		if i == driver {
 			continue
@@ -184,7 +185,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 			allKnown = false
 			continue
 		}
-		tids, tmore, err := s.termCandidates(ctx, t)
+		tids, tmore, err := s.termCandidates(ctx, t, q.Status)
 		if err != nil {
 			return out, err
 		}
@@ -221,7 +222,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 			// The id the digits name is a candidate whether or not it exists.
 			if got, err := s.loadOrders(ctx, ids[:1], false); err != nil {
 				return out, err
-			} else if got[0] == nil {
+			} else if got[0] == nil || !keep(got[0]) {
 				ids, out.Total = ids[1:], out.Total-1
 			}
 		}
@@ -492,9 +493,9 @@ func scoreArg(f float64, open bool) string {
 	return v
 }
 
-// searchOne answers one term of at most dupDepth bytes with no filter: an
-// exact total and a page in match order, O(log N + page), in two round
-// trips. A term of digits also names an order by id: when it exists it
+// searchOne answers one term of at most dupDepth bytes, in one status or
+// all, with no date filter: an exact total and a page in match order,
+// O(log N + page) (O(log² N + page) in all statuses), in two round trips. A term of digits also names an order by id: when it exists it
 // comes first, and the term's other matches follow (without it).
 func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, out *Page) error {
 	count := int64(q.PerPage)
@@ -506,12 +507,11 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 		off, n = offset-1, count+1
 	}
 	var (
-		script *redis.Cmd
+		page   func() (int64, []string, error)
 		exactH *redis.MapStringStringCmd
 	)
-	lo, hi := lexRange(t)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		script = pageScript.Eval(ctx, p, []string{s.termIndex(t), s.dupIndex(t, len(t))}, lo, hi, off, n)
+		page = s.pageCmd(ctx, p, t, q.Status, off, n)
 		if digits {
 			exactH = p.HGetAll(ctx, s.orderKey(exact))
 		}
@@ -520,14 +520,14 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return wrap(err)
 	}
-	total, members, err := scriptPage(script)
+	total, members, err := page()
 	if err != nil {
 		return err
 	}
 	var pinned *Order
 	pinnedM := "" // pinned's first entry among the term's matches
 	if digits {
-		if o, ok := decodeOrder(exact, exactH.Val(), true); ok {
+		if o, ok := decodeOrder(exact, exactH.Val(), true); ok && (q.Status == "" || o.Status == q.Status) {
 			pinned = &o
 			for _, ot := range orderTerms(pinned) {
 				if strings.HasPrefix(ot, t) {
@@ -562,7 +562,9 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 			ids = append(ids, id)
 		}
 	}
-	stillMatches := func(o *Order) bool { return hasTermPrefix(orderTerms(o), t) }
+	stillMatches := func(o *Order) bool {
+		return (q.Status == "" || o.Status == q.Status) && hasTermPrefix(orderTerms(o), t)
+	}
 	orders, err := s.loadMany(ctx, ids, members, true, stillMatches)
 	if err != nil {
 		return err
@@ -667,9 +669,11 @@ func (s *Store) repair(ids []int64, lex []string) {
 					p.ZRem(ctx, s.nameIndex(st), l)
 				}
 				if t, _, _ := strings.Cut(l, "\x00"); t != "" {
-					p.ZRem(ctx, s.termIndex(t), l)
-					for d := 1; d <= dupDepth; d++ {
-						p.ZRem(ctx, s.dupIndex(t, d), l)
+					for _, st := range Statuses {
+						p.ZRem(ctx, s.termIndex(t, st), l)
+						for d := 1; d <= dupDepth; d++ {
+							p.ZRem(ctx, s.dupIndex(t, st, d), l)
+						}
 					}
 				}
 			}

@@ -34,8 +34,10 @@ type Store struct {
 // seeded order names a dozen of them).
 type indexNames struct {
 	id, up, tot, name map[Status]string
-	term              [utf8.RuneSelf]string               // by a term's first byte
-	dup               [utf8.RuneSelf][dupDepth + 1]string // by first byte and depth
+	// term and dup: by status (its place in Statuses), then a term's first
+	// byte (and depth).
+	term [5][utf8.RuneSelf]string
+	dup  [5][utf8.RuneSelf][dupDepth + 1]string
 }
 
 func (s *Store) makeIndexNames() {
@@ -48,10 +50,12 @@ func (s *Store) makeIndexNames() {
 		k.tot[st] = s.prefix + "ix:{tot}:" + string(st)
 		k.name[st] = s.prefix + "ix:name:" + string(st)
 	}
-	for c := range utf8.RuneSelf {
-		k.term[c] = s.prefix + "ix:{w}:" + string(rune(c))
-		for d := 1; d <= dupDepth; d++ {
-			k.dup[c][d] = k.term[c] + ":" + strconv.Itoa(d)
+	for i, st := range Statuses {
+		for c := range utf8.RuneSelf {
+			k.term[i][c] = s.prefix + "ix:{w}:" + string(st) + ":" + string(rune(c))
+			for d := 1; d <= dupDepth; d++ {
+				k.dup[i][c][d] = k.term[i][c] + ":" + strconv.Itoa(d)
+			}
 		}
 	}
 }

@@ -277,8 +277,10 @@ func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(keys []str
 // Layout names the index layout this code writes (docs/data.md): 2 had
 // ix:id and ix:name (each also per status); 4 has the created, updated and
 // total sets per status only, ix:name, and the search terms split by their
-// first character (3 was a development version).
-const Layout = "4"
+// first character (3 was a development version); 5 splits the search terms
+// by status too. Repair moves the entries from a layout 4 term set into
+// layout 5's (an entry in a set its order does not belong in is stale).
+const Layout = "5"
 
 func (s *Store) layoutKey() string { return s.prefix + "layout" }
 

@@ -36,35 +36,60 @@ import (
 // and a page is the range of ix:{w} without the members in ix:{w}:dL (the
 // script pageScript finds where page N starts by a binary search over the
 // dup set's ranks). Both cost O(log N + page). All these keys share the
-// hash tag {w}, so the script runs on a Cluster too (one slot, one node).
+// hash tag {w}, so the scripts run on a Cluster too (one slot, one node).
 //
-// Terms longer than dupDepth bytes, several terms, and a term with a status
-// or date filter walk candidates instead: the matches of the most selective
-// term, in match order, each checked against the rest of the query, at most
-// MaxCandidates of them; past that the total is a lower bound.
+// Each status has its own term and dup sets, so a term within one status is
+// the same exact count and page. A term in every status reads the five
+// (unionScript): the counts add up, and page N starts at the member that
+// has exactly offset counted members before it in all five, found by
+// bisecting the sets' rank ranges with ZLEXCOUNTs, O(log² N).
+//
+// Terms longer than dupDepth bytes, several terms, and a term with a date
+// filter walk candidates instead: the matches of the most selective term
+// (in the query's status), in match order, each checked against the rest
+// of the query, at most MaxCandidates of them; past that the total is a
+// lower bound.
 
 // dupDepth is the longest query term (in bytes) answered from the dup sets.
 const dupDepth = 16
 
-// termIndex and dupIndex name the search sets of the terms that start
-// like t: the sets are split by a term's first character ("ix:{w}:k",
-// "ix:{w}:k:3"). A prefix's range lies in one of them, and the embedded
-// store (miniredis sorts a whole set for every range it reads) reads a
-// small set instead of one with every term.
-func (s *Store) termIndex(t string) string {
-	if c := t[0]; c < utf8.RuneSelf {
-		return s.keys.term[c]
+// termIndex and dupIndex name the search sets of the orders in status st
+// whose terms start like t: the sets are split by status, so that a search
+// within one status is exact and O(log N + page) like a search of all, and
+// by a term's first character ("ix:{w}:pending:k", "ix:{w}:pending:k:3"):
+// a prefix's range lies in one of them, and the embedded store (miniredis
+// sorts a whole set for every range it reads) reads a small set instead of
+// one with every term.
+func (s *Store) termIndex(t string, st Status) string {
+	if i := slices.Index(Statuses, st); i >= 0 && t[0] < utf8.RuneSelf {
+		return s.keys.term[i][t[0]]
 	}
 	_, n := utf8.DecodeRuneInString(t)
-	return s.prefix + "ix:{w}:" + t[:n]
+	return s.prefix + "ix:{w}:" + string(st) + ":" + t[:n]
 }
 
-func (s *Store) dupIndex(t string, depth int) string {
-	if c := t[0]; c < utf8.RuneSelf && depth >= 1 && depth <= dupDepth {
-		return s.keys.dup[c][depth]
+func (s *Store) dupIndex(t string, st Status, depth int) string {
+	if i := slices.Index(Statuses, st); i >= 0 && t[0] < utf8.RuneSelf && depth >= 1 && depth <= dupDepth {
+		return s.keys.dup[i][t[0]][depth]
 	}
-	_, n := utf8.DecodeRuneInString(t)
-	return s.prefix + "ix:{w}:" + t[:n] + ":" + strconv.Itoa(depth)
+	return s.termIndex(t, st) + ":" + strconv.Itoa(depth)
+}
+
+// termSets lists the term sets a search for t in status st reads (every
+// status's when st is empty), then their dup sets for t's length.
+func (s *Store) termSets(t string, st Status) []string {
+	sts := Statuses
+	if st != "" {
+		sts = []Status{st}
+	}
+	keys := make([]string, 0, 2*len(sts))
+	for _, st := range sts {
+		keys = append(keys, s.termIndex(t, st))
+	}
+	for _, st := range sts {
+		keys = append(keys, s.dupIndex(t, st, min(len(t), dupDepth)))
+	}
+	return keys
 }
 
 // termPattern matches the names of every search set (for Repair's SCAN).
@@ -169,12 +194,12 @@ func (s *Store) termEntries(o *Order, out []ixEntry) []ixEntry {
 	terms := orderTerms(o)
 	for i, t := range terms {
 		m := termMember(t, o.ID)
-		out = append(out, ixEntry{s.termIndex(t), m, 0})
+		out = append(out, ixEntry{s.termIndex(t, o.Status), m, 0})
 		if i == 0 {
 			continue
 		}
 		for d := 1; d <= min(commonPrefix(terms[i-1], t), dupDepth); d++ {
-			out = append(out, ixEntry{s.dupIndex(t, d), m, 0})
+			out = append(out, ixEntry{s.dupIndex(t, o.Status, d), m, 0})
 		}
 	}
 	return out
@@ -283,12 +308,166 @@ end
 return out
 `)
 
-// searchPage returns the total and the members of one page of the orders
-// matching one term of at most dupDepth bytes.
-func (s *Store) searchPage(ctx context.Context, t string, offset, count int64) (int64, []string, error) {
+// unionScript is pageScript over several statuses' sets: KEYS the n term
+// sets, then their n dup sets; ARGV lo, hi, offset, count. It answers the
+// total, then how many of the members that follow the caller skips, then
+// for each set how many members follow and those members. The caller
+// merges the sets' members (by bytes: Lua's string order follows the
+// locale) and takes count of them after the skipped ones.
+//
+// The first 256 matches are read from the start of each set. A deeper page
+// starts at y, the counted member with exactly offset counted members
+// before it in the union: y is the largest member m with before(m) <=
+// offset, found by bisection (each step halves the widest remaining rank
+// range of one set and narrows the others by the pivot's rank in them). A
+// page of more than 256 (the candidates of a search of several terms) also
+// ends at the member after it, found the same way, so that each set is read
+// only as far as the union needs.
+var unionScript = redis.NewScript(`
+local n = #KEYS / 2
+local lo, hi = ARGV[1], ARGV[2]
+local off, cnt = tonumber(ARGV[3]), tonumber(ARGV[4])
+local p = string.sub(lo, 2)
+local r0, e0, total = {}, {}, 0
+for t = 1, n do
+  r0[t] = redis.call('ZLEXCOUNT', KEYS[t], '-', '(' .. p)
+  local a = redis.call('ZLEXCOUNT', KEYS[t], lo, hi)
+  e0[t] = r0[t] + a
+  total = total + a - redis.call('ZLEXCOUNT', KEYS[n + t], lo, hi)
+end
+local out = {total}
+if off >= total or cnt <= 0 then return out end
+local function before(m)
+  local b, lt = 0, {}
+  for t = 1, n do
+    lt[t] = redis.call('ZLEXCOUNT', KEYS[t], '-', '(' .. m)
+    b = b + lt[t] - r0[t] - redis.call('ZLEXCOUNT', KEYS[n + t], lo, '(' .. m)
+  end
+  return b, lt
+end
+local function kth(k)
+  local L, H, best = {}, {}, nil
+  for t = 1, n do
+    L[t] = r0[t]
+    H[t] = e0[t]
+  end
+  for _ = 1, 64 * n do
+    local s, w = 0, 0
+    for t = 1, n do
+      if H[t] - L[t] > w then
+        s = t
+        w = H[t] - L[t]
+      end
+    end
+    if s == 0 then break end
+    local mid = L[s] + math.floor(w / 2)
+    local m = redis.call('ZRANGE', KEYS[s], mid, mid)[1]
+    if not m then break end
+    local b, lt = before(m)
+    if b <= k then
+      best = m
+      for t = 1, n do
+        if lt[t] > L[t] then L[t] = lt[t] end
+      end
+      L[s] = mid + 1
+    else
+      for t = 1, n do
+        if lt[t] < H[t] then H[t] = lt[t] end
+      end
+      H[s] = mid
+    end
+  end
+  return best
+end
+local from, to, want = {}, {}, cnt
+for t = 1, n do
+  from[t] = r0[t]
+  to[t] = e0[t]
+end
+if off + cnt <= 256 then
+  want = off + cnt
+  out[2] = off
+else
+  out[2] = 0
+  local y = kth(off)
+  if not y then return {total} end
+  for t = 1, n do from[t] = redis.call('ZLEXCOUNT', KEYS[t], '-', '(' .. y) end
+  if cnt > 256 and off + cnt < total then
+    local z = kth(off + cnt)
+    if z then
+      for t = 1, n do to[t] = redis.call('ZLEXCOUNT', KEYS[t], '-', '(' .. z) end
+    end
+  end
+end
+for t = 1, n do
+  local got, pos, d = {}, from[t], KEYS[n + t]
+  while #got < want and pos < to[t] do
+    local batch = redis.call('ZRANGE', KEYS[t], pos, math.min(pos + 2 * (want - #got) + 8, to[t]) - 1)
+    if #batch == 0 then break end
+    for _, m in ipairs(batch) do
+      if #got >= want then break end
+      if not redis.call('ZSCORE', d, m) then got[#got + 1] = m end
+    end
+    pos = pos + #batch
+  end
+  out[#out + 1] = #got
+  for _, m in ipairs(got) do out[#out + 1] = m end
+end
+return out
+`)
+
+// pageCmd queues the script that answers one page of the orders matching
+// one term of at most dupDepth bytes in status st (every status when
+// empty), and returns how to read its answer: the total and the page's
+// members in match order.
+func (s *Store) pageCmd(ctx context.Context, p redis.Scripter, t string, st Status, offset, count int64) func() (int64, []string, error) {
 	lo, hi := lexRange(t)
-	keys := []string{s.termIndex(t), s.dupIndex(t, len(t))}
-	return scriptPage(pageScript.Run(ctx, s.rdb, keys, lo, hi, offset, count))
+	keys := s.termSets(t, st)
+	if len(keys) == 2 {
+		cmd := pageScript.Eval(ctx, p, keys, lo, hi, offset, count)
+		return func() (int64, []string, error) { return scriptPage(cmd) }
+	}
+	cmd := unionScript.Eval(ctx, p, keys, lo, hi, offset, count)
+	return func() (int64, []string, error) { return unionPage(cmd, count) }
+}
+
+// searchPage returns the total and the members of one page of the orders
+// matching one term of at most dupDepth bytes in status st.
+func (s *Store) searchPage(ctx context.Context, t string, st Status, offset, count int64) (int64, []string, error) {
+	read := s.pageCmd(ctx, s.rdb, t, st, offset, count)
+	return read()
+}
+
+// unionPage reads unionScript's answer: the sets' members merged in match
+// order, the skipped ones dropped, count of them kept.
+func unionPage(c *redis.Cmd, count int64) (int64, []string, error) {
+	res, err := c.Slice()
+	if err != nil {
+		return 0, nil, wrap(err)
+	}
+	if len(res) < 2 {
+		total := int64(0)
+		if len(res) == 1 {
+			total, _ = res[0].(int64)
+		}
+		return total, nil, nil
+	}
+	total, _ := res[0].(int64)
+	skip, _ := res[1].(int64)
+	var members []string
+	for i := 2; i < len(res); {
+		n, _ := res[i].(int64)
+		i++
+		for j := 0; j < int(n) && i < len(res); j, i = j+1, i+1 {
+			if m, ok := res[i].(string); ok {
+				members = append(members, m)
+			}
+		}
+	}
+	slices.Sort(members)
+	members = slices.Compact(members) // a member in two statuses' sets for a moment (a Cluster write in flight)
+	members = members[min(int(skip), len(members)):]
+	return total, members[:min(int(count), len(members))], nil
 }
 
 // scriptPage reads pageScript's answer.
@@ -310,16 +489,18 @@ func scriptPage(c *redis.Cmd) (int64, []string, error) {
 	return total, members, nil
 }
 
-// termCount returns how many orders term t matches (exact for a term of at
-// most dupDepth bytes; for a longer one, the entries, which may count an
-// order twice: only used to choose the most selective term).
-func (s *Store) termCounts(ctx context.Context, terms []string) ([]int64, error) {
-	cmds := make([][2]*redis.IntCmd, len(terms))
+// termCounts returns how many orders in status st (every status when
+// empty) each term matches (exact for a term of at most dupDepth bytes;
+// for a longer one, the entries, which may count an order twice: only used
+// to choose the most selective term).
+func (s *Store) termCounts(ctx context.Context, terms []string, st Status) ([]int64, error) {
+	cmds := make([][]*redis.IntCmd, len(terms))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, t := range terms {
 			lo, hi := lexRange(t)
-			cmds[i][0] = p.ZLexCount(ctx, s.termIndex(t), lo, hi)
-			cmds[i][1] = p.ZLexCount(ctx, s.dupIndex(t, min(len(t), dupDepth)), lo, hi)
+			for _, k := range s.termSets(t, st) {
+				cmds[i] = append(cmds[i], p.ZLexCount(ctx, k, lo, hi))
+			}
 		}
 		return nil
 	})
@@ -328,19 +509,26 @@ func (s *Store) termCounts(ctx context.Context, terms []string) ([]int64, error)
 	}
 	out := make([]int64, len(terms))
 	for i := range terms {
-		out[i] = cmds[i][0].Val() - cmds[i][1].Val()
+		half := len(cmds[i]) / 2
+		for j, c := range cmds[i] {
+			if j < half {
+				out[i] += c.Val()
+			} else {
+				out[i] -= c.Val()
+			}
+		}
 	}
 	return out, nil
 }
 
 // termCandidates returns, in match order and each once, up to
-// MaxCandidates orders matching term t, and whether there are more: one
-// round trip.
-func (s *Store) termCandidates(ctx context.Context, t string) ([]int64, bool, error) {
+// MaxCandidates orders in status st (every status when empty) matching
+// term t, and whether there are more: one round trip.
+func (s *Store) termCandidates(ctx context.Context, t string, st Status) ([]int64, bool, error) {
 	var members []string
 	more := false
 	if len(t) <= dupDepth {
-		total, ms, err := s.searchPage(ctx, t, 0, MaxCandidates)
+		total, ms, err := s.searchPage(ctx, t, st, 0, MaxCandidates)
 		if err != nil {
 			return nil, false, err
 		}
@@ -349,11 +537,23 @@ func (s *Store) termCandidates(ctx context.Context, t string) ([]int64, bool, er
 		// A long term matches few entries; an order with two of them
 		// (two SKUs sharing the first 17 characters) is read once.
 		lo, hi := lexRange(t)
-		ms, err := s.rdb.ZRangeByLex(ctx, s.termIndex(t), &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates}).Result()
+		sets := s.termSets(t, st)
+		sets = sets[:len(sets)/2]
+		cmds := make([]*redis.StringSliceCmd, len(sets))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range sets {
+				cmds[i] = p.ZRangeByLex(ctx, k, &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates})
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, false, wrap(err)
 		}
-		members, more = ms, len(ms) == 2*MaxCandidates
+		for _, c := range cmds {
+			members = append(members, c.Val()...)
+			more = more || len(c.Val()) == 2*MaxCandidates
+		}
+		slices.Sort(members)
 	}
 	ids := make([]int64, 0, len(members))
 	seen := make(map[int64]bool, len(members))

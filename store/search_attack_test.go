@@ -411,13 +411,29 @@ func TestAttackOneTermTotalsAreExact(t *testing.T) {
 			t.Errorf("%d candidates: total %d, lower bound %v; want exactly %d", store.MaxCandidates, p.Total, p.TotalIsLowerBound, store.MaxCandidates)
 		}
 	})
+	t.Run("one term in one status", func(t *testing.T) {
+		// Each status has its own term sets: exact, and the last page holds
+		// the 10,001st.
+		q := store.Query{Q: "common", Status: store.Pending, PerPage: 25, Page: 1}
+		p := f.list(t, q)
+		if p.Total != int64(n) || p.TotalIsLowerBound {
+			t.Errorf("List(q=common status=pending): total %d, lower bound %v; want exactly %d", p.Total, p.TotalIsLowerBound, n)
+		}
+		q.Page = (n + 24) / 25
+		if p := f.list(t, q); len(p.Orders) != 1 {
+			t.Errorf("List(q=common status=pending): page %d has %d orders, want 1", q.Page, len(p.Orders))
+		}
+		q.Status = store.Shipped
+		if p := f.list(t, q); p.Total != 0 || len(p.Orders) != 0 {
+			t.Errorf("List(q=common status=shipped): total %d, %d orders; want none", p.Total, len(p.Orders))
+		}
+	})
 	t.Run("one term", func(t *testing.T) {
-		t.Skip("BUG: store/list.go:142 sends a one-term q longer than 16 bytes, or with a status or date, and a date range with a non-created sort (list.go:135), through a walk of at most 10,000 orders: total \"at least 10000\" and empty pages past the 10,000th, where CONTRACT §4 promises an exact total in O(log N + page)")
+		t.Skip("BUG: store/list.go sends a one-term q longer than 16 bytes, or with a date, and a date range with a non-created sort (list.go:135), through a walk of at most 10,000 orders: total \"at least 10000\" and empty pages past the 10,000th, where CONTRACT §4 promises an exact total in O(log N + page)")
 		for _, q := range []store.Query{
-			{Q: "mechanical-keyboard"},           // 19 bytes: a long term
-			{Q: "common", Status: store.Pending}, // one term and a status
-			{Q: "common", From: day},             // one term and a date
-			{Sort: store.SortTotal, From: day},   // a date with another sort
+			{Q: "mechanical-keyboard"},         // 19 bytes: a long term
+			{Q: "common", From: day},           // one term and a date
+			{Sort: store.SortTotal, From: day}, // a date with another sort
 			{Sort: store.SortCustomer, To: day},
 		} {
 			q.PerPage = 25

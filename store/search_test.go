@@ -383,20 +383,9 @@ func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
 func TestSortedPagesDeepInTheMerge(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
-			ctx := context.Background()
 			f := fresh(t, tg)
 			const n = 700
-			if _, err := f.s.Seed(ctx, n, rand.New(rand.NewPCG(3, 4))); err != nil {
-				t.Fatal(err)
-			}
-			var all []*store.Order
-			for id := int64(1); id <= n; id++ {
-				o, err := f.s.Get(ctx, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				all = append(all, o)
-			}
+			all := seeded(t, f, n, rand.New(rand.NewPCG(3, 4)))
 			mid := all[n/2].CreatedAt
 			for _, sort := range store.Sorts {
 				for _, q := range []store.Query{{Sort: sort}, {Sort: sort, From: mid.AddDate(0, -2, 0), To: mid.AddDate(0, 2, 0)}} {
@@ -428,4 +417,70 @@ func TestSortedPagesDeepInTheMerge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSearchPagesDeepInTheUnion: past the first 256 matches, a page of one
+// term in every status starts where exactly offset matches of the five
+// status sets lie before it (a bisection over their ranks); seeded orders,
+// whose SKUs share prefixes ("TEE-M", "TEE-L": an order can match twice),
+// agree with the oracle on every page, at single deep offsets, and within
+// one status.
+func TestSearchPagesDeepInTheUnion(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			const n = 700
+			all := seeded(t, f, n, rand.New(rand.NewPCG(5, 6)))
+			for _, q := range []store.Query{
+				{Q: "t"}, {Q: "tee"}, {Q: "tee-"}, {Q: "a"}, {Q: "m"}, {Q: "t", Status: store.Delivered},
+				{Q: "tee-", Status: store.Pending}, {Q: "t a"}, {Q: "tee m", Status: store.Confirmed},
+			} {
+				want := oracleSearch(all, q)
+				if q.Q == "t" && q.Status == "" && len(want) < 300 {
+					t.Fatalf("q=t matches %d orders: too few to reach past the first 256", len(want))
+				}
+				for _, pp := range []int{97, 100} {
+					var got []int64
+					for page := 1; page <= n/pp+2; page++ {
+						q.Page, q.PerPage = page, pp
+						p := f.list(t, q)
+						if p.Total != int64(len(want)) || p.TotalIsLowerBound {
+							t.Fatalf("q=%q status=%q per_page %d page %d: total %d (lower bound %v), want %d", q.Q, q.Status, pp, page, p.Total, p.TotalIsLowerBound, len(want))
+						}
+						got = append(got, ids(p)...)
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("q=%q status=%q per_page %d, pages joined:\n got %v\nwant %v", q.Q, q.Status, pp, got, want)
+					}
+				}
+				for _, off := range []int{0, 255, 256, 257, 300, 555, len(want) - 1} {
+					if off >= len(want) {
+						continue
+					}
+					q.Page, q.PerPage = off+1, 1
+					if got := ids(f.list(t, q)); len(got) != 1 || got[0] != want[off] {
+						t.Errorf("q=%q status=%q, match number %d: got %v, want %d", q.Q, q.Status, off+1, got, want[off])
+					}
+				}
+			}
+		})
+	}
+}
+
+// seeded seeds n demo orders into f and returns them, by id.
+func seeded(t *testing.T, f *fixture, n int, rnd *rand.Rand) []*store.Order {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.s.Seed(ctx, n, rnd); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]*store.Order, 0, n)
+	for id := int64(1); id <= int64(n); id++ {
+		o, err := f.s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, o)
+	}
+	return all
 }
