@@ -250,20 +250,10 @@ func servePprof(addr string, log *slog.Logger) {
 // function that closes it (and for the embedded store writes the last
 // snapshot, returning its error).
 func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalClient, bool, func() error, func() error, error) {
-	base := func(o *redis.Options) {
-		// Every call has a deadline: a dead or hung Redis gives a quick 503.
-		o.DialTimeout = 500 * time.Millisecond
-		o.ReadTimeout = 500 * time.Millisecond
-		o.WriteTimeout = 500 * time.Millisecond
-		o.PoolTimeout = time.Second
-		o.ContextTimeoutEnabled = true
-		o.MaxRetries = 1
-		o.DialerRetries = 1
-	}
 	switch {
 	case cfg.redis == "":
 		o := &redis.Options{}
-		base(o)
+		store.Deadlines(o)
 		e, err := store.OpenEmbedded(store.EmbeddedOptions{Path: cfg.data, Interval: cfg.snapshotEvery, Log: log, Stderr: stderr}, o)
 		if err != nil {
 			return nil, false, nil, nil, err
@@ -284,11 +274,9 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 		for i := range addrs {
 			addrs[i] = strings.TrimSpace(addrs[i])
 		}
-		rdb, closeCluster := store.NewClusterClient(&redis.ClusterOptions{
-			Addrs: addrs, DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
-			WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second, ContextTimeoutEnabled: true,
-			DialerRetries: 1,
-		})
+		opt := &redis.ClusterOptions{Addrs: addrs}
+		store.ClusterDeadlines(opt)
+		rdb, closeCluster := store.NewClusterClient(opt)
 		log.Info("using Redis Cluster", "nodes", addrs)
 		return rdb, true, nil, closeCluster, nil
 	default:
@@ -296,7 +284,7 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 		if err != nil {
 			return nil, false, nil, nil, fmt.Errorf("-redis: %w", err)
 		}
-		base(o)
+		store.Deadlines(o)
 		rdb := redis.NewClient(o)
 		log.Info("using Redis", "addr", o.Addr, "db", o.DB)
 		return rdb, false, nil, rdb.Close, nil
