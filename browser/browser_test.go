@@ -31,10 +31,9 @@ type env struct {
 	ctx   context.Context
 	store *store.Store
 
-	mu       sync.Mutex
-	console  []chromedp.ConsoleMessage
-	dialogs  []string
-	pageLoad int
+	mu      sync.Mutex
+	console []chromedp.ConsoleMessage
+	dialogs []string
 	// failedLoads are more statuses whose "Failed to load resource" console
 	// lines a test expects (a visit to a 404 page).
 	failedLoads []string

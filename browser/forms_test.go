@@ -59,8 +59,6 @@ func (e *env) waitFocus(t *testing.T, what, sel string) {
 	e.waitUntil(t, what+": focus on "+sel, fmt.Sprintf(`document.activeElement && document.activeElement.matches(%q)`, sel))
 }
 
-func newStr(s string) *string { return &s }
-
 // createOrder stores an order with one item for a test to act on.
 func createOrder(t *testing.T, st *store.Store, customer, email string) *store.Order {
 	t.Helper()

@@ -222,9 +222,3 @@ func (tc *testCluster) masters(t testing.TB) []*redisServer {
 
 // kill is kill -9 of node n.
 func (tc *testCluster) kill(t testing.TB, n *redisServer) { n.signal(t, syscall.SIGKILL) }
-
-// pause stops node n (SIGSTOP): it holds its connections and answers nothing.
-func (tc *testCluster) pause(t testing.TB, n *redisServer) { n.signal(t, syscall.SIGSTOP) }
-
-// resume continues a paused node (SIGCONT).
-func (tc *testCluster) resume(t testing.TB, n *redisServer) { n.signal(t, syscall.SIGCONT) }

@@ -21,7 +21,9 @@ type orderHandlers struct {
 //     GET /orders and /orders/inquiry answer with that part only.
 //   - order-row-<id>: one row of the List table; GET /orders/<id> answers
 //     with the row, GET /orders/<id>/edit with the row's inline form, PUT
-//     with the row again (or its form with errors), DELETE with no content.
+//     with the row again (or its form with errors), DELETE with 200, no
+//     content for the row (it removes itself), the notice out of band and
+//     HX-Trigger orders-changed, so the results fetch their page again.
 const targetResults = "order-results"
 
 // resultsChanged is the event that makes #order-results fetch its page

@@ -26,8 +26,9 @@ const (
 
 const (
 	layoutPage = "layouts/main"
-	// Fragments go through a layout that is only {{embed}}: rendering with
-	// no layout races with rendering with one (PITFALLS).
+	// Fragments go through a layout of their own: it adds what every
+	// fragment carries besides its partial, the document title of a
+	// page-sized swap and both notice regions (notice.go).
 	layoutBare = "layouts/bare"
 )
 
@@ -150,16 +151,8 @@ type errorView struct {
 	RequestID string
 }
 
-// render answers with the representation the request asks for: JSON body
-// data, or the partial as a fragment, or the partial inside the layout.
-func render(c *fiber.Ctx, status int, partial string, v *view, data any) error {
-	r, err := negotiate(c)
-	if err != nil {
-		return err
-	}
-	return renderAs(c, r, status, partial, v, data)
-}
-
+// renderAs answers in representation r (negotiate): JSON body data, or the
+// partial as a fragment, or the partial inside the layout.
 func renderAs(c *fiber.Ctx, r repr, status int, partial string, v *view, data any) error {
 	if len(c.Response().Header.Peek(fiber.HeaderCacheControl)) == 0 {
 		c.Set(fiber.HeaderCacheControl, "no-cache")

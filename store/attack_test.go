@@ -657,42 +657,6 @@ func TestAttackIntentTakenOverBeforeWatch(t *testing.T) {
 	}
 }
 
-// lateSettle makes a settle pipeline the client gives up on land in Redis
-// later (sent, stuck in the network or behind a paused node, executed after
-// the client's timeout): the client hears an error at once, and the same
-// commands run delay later through replay.
-type lateSettle struct {
-	armed  atomic.Bool
-	delay  time.Duration
-	replay redis.UniversalClient
-	landed atomic.Int64
-	wg     sync.WaitGroup
-}
-
-func (l *lateSettle) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (l *lateSettle) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (l *lateSettle) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !l.armed.Load() || !isSettle(cmds) {
-			return next(ctx, cmds)
-		}
-		args := make([][]any, len(cmds))
-		for i, c := range cmds {
-			args[i] = c.Args()
-		}
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			time.Sleep(l.delay)
-			for _, a := range args {
-				l.replay.Do(context.Background(), a...)
-			}
-			l.landed.Store(time.Now().UnixMilli())
-		}()
-		return errInjected
-	}
-}
-
 func TestAttackRepairWithDamagedIndexedRecord(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {

@@ -165,10 +165,6 @@ func withItems(its ...store.ItemInput) func(*store.Input) {
 	return func(in *store.Input) { in.Items, in.HasItems = its, true }
 }
 
-func withStatus(s store.Status) func(*store.Input) {
-	return func(in *store.Input) { in.Status = ptr(string(s)) }
-}
-
 func runSuite(t *testing.T, tg testutil.Target) {
 	ctx := context.Background()
 
