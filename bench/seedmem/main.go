@@ -120,7 +120,7 @@ func sizes(ctx context.Context, rdb *redis.Client, wrote int) {
 			keys = append(keys, key)
 		}
 	}
-	// The search sets, split by a term's first character.
+	// The search sets, split by status and a term's first character.
 	var terms []string
 	iter := rdb.Scan(ctx, 0, "ix:{w}:*", 1000).Iterator()
 	for iter.Next(ctx) {
@@ -136,7 +136,7 @@ func sizes(ctx context.Context, rdb *redis.Client, wrote int) {
 		sum += u
 		g, _, _ := strings.Cut(strings.TrimPrefix(key, "ix:"), ":")
 		g = strings.Trim(g, "{}")
-		if g == "w" && strings.Count(key, ":") == 3 {
+		if g == "w" && strings.Count(key, ":") == 4 { // ix:{w}:<status>:<c>:<depth>
 			g = "w dups"
 		}
 		group[g] += u
@@ -144,7 +144,7 @@ func sizes(ctx context.Context, rdb *redis.Client, wrote int) {
 			fmt.Printf("  %-20s %8d entries %10d bytes %6.1f per entry (%s)\n", key, c, u, float64(u)/float64(max(c, 1)), enc)
 		}
 	}
-	fmt.Printf("  ix:{w}:*             %d sets (terms by first character, and their dup sets)\n", len(terms))
+	fmt.Printf("  ix:{w}:*             %d sets (terms by status and first character, and their dup sets)\n", len(terms))
 	for _, g := range []string{"id", "up", "tot", "name", "w", "w dups"} {
 		fmt.Printf("  %-8s %6.1f bytes per order\n", g, float64(group[g])/float64(wrote))
 	}
