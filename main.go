@@ -70,7 +70,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fl.SetOutput(stderr)
 	var c config
 	fl.StringVar(&c.addr, "addr", env("ADDR", "127.0.0.1:3000"), "listen address (env ADDR)")
-	fl.StringVar(&c.redis, "redis", env("REDIS_URL", ""), "redis:// URL, or host:port,host:port for a Cluster; empty: embedded (env REDIS_URL)")
+	fl.StringVar(&c.redis, "redis", env("REDIS_URL", ""), "one Redis: a redis:// or rediss:// URL, or host:port; a Redis Cluster: two or more host:port separated by commas; empty: the embedded store (env REDIS_URL)")
 	fl.StringVar(&c.data, "data", env("DATA_FILE", "data/orders.json"), "embedded store only: snapshot file; empty keeps nothing (env DATA_FILE)")
 	seed := env("SEED", "0")
 	n, err := strconv.Atoi(seed)
@@ -265,30 +265,43 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 			}
 			return nil
 		}, nil
-	case !strings.Contains(cfg.redis, ",") && !strings.Contains(cfg.redis, "://"):
-		// One bare host:port could be a single Redis or one node of a
-		// Cluster; guessing wrong fails late and strangely.
-		return nil, false, nil, nil, fmt.Errorf("-redis %q: write redis://%s for one Redis, or list two or more Cluster nodes separated by commas", cfg.redis, cfg.redis)
 	case strings.Contains(cfg.redis, ","):
-		addrs := strings.Split(cfg.redis, ",")
-		for i := range addrs {
-			addrs[i] = strings.TrimSpace(addrs[i])
-		}
+		addrs := splitList(cfg.redis)
 		opt := &redis.ClusterOptions{Addrs: addrs}
 		store.ClusterDeadlines(opt)
 		rdb, closeCluster := store.NewClusterClient(opt)
 		log.Info("using Redis Cluster", "nodes", addrs)
 		return rdb, true, nil, closeCluster, nil
 	default:
-		o, err := redis.ParseURL(cfg.redis)
+		// A URL, or one bare host:port: a single Redis at that address.
+		url := cfg.redis
+		if !strings.Contains(url, "://") {
+			url = "redis://" + url
+		}
+		o, err := redis.ParseURL(url)
 		if err != nil {
 			return nil, false, nil, nil, fmt.Errorf("-redis: %w", err)
 		}
 		store.Deadlines(o)
 		rdb := redis.NewClient(o)
+		if clusterNode(rdb) {
+			rdb.Close()
+			return nil, false, nil, nil, fmt.Errorf("-redis %s is a node of a Redis Cluster: list the Cluster's nodes separated by commas (one node: end it with a comma)", cfg.redis)
+		}
 		log.Info("using Redis", "addr", o.Addr, "db", o.DB)
 		return rdb, false, nil, rdb.Close, nil
 	}
+}
+
+// clusterNode reports whether rdb answers as a node of a Redis Cluster. A
+// plain client to one would get MOVED for most keys: that is refused at
+// start instead. A Redis that does not answer within half a second is not
+// taken for one (the app starts and answers 503 until it does).
+func clusterNode(rdb *redis.Client) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	info, err := rdb.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
 
 // bufferedLog buffers log lines and writes them out every 100 ms (and when
