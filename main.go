@@ -37,7 +37,7 @@ var files embed.FS
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)
 	}
@@ -59,9 +59,13 @@ type config struct {
 	snapshotEvery time.Duration
 }
 
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+// parseConfig reads the flags in args and the variables lookupEnv finds
+// (os.LookupEnv in main; tests give their own, so the environment they run
+// in changes nothing).
+func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (config, error) {
 	env := func(name, def string) string {
-		if v, ok := lookup(getenv, name); ok {
+		// An empty variable counts as unset, except DATA_FILE="": keep nothing.
+		if v, ok := lookupEnv(name); v != "" || ok && name == "DATA_FILE" {
 			return v
 		}
 		return def
@@ -91,7 +95,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.seed < 0 {
 		return c, errors.New("-seed must not be negative")
 	}
-	if v := getenv("ORDERS_SNAPSHOT_INTERVAL"); v != "" {
+	if v := env("ORDERS_SNAPSHOT_INTERVAL", ""); v != "" {
 		if c.snapshotEvery, err = time.ParseDuration(v); err != nil || c.snapshotEvery <= 0 {
 			return c, fmt.Errorf("ORDERS_SNAPSHOT_INTERVAL must be a positive duration such as 500ms, not %q", v)
 		}
@@ -110,32 +114,17 @@ func splitList(s string) []string {
 	return out
 }
 
-// lookup treats a variable set to "" as set only where "" means something:
-// DATA_FILE="" keeps nothing.
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := getenv(name)
-	if v != "" {
-		return v, true
-	}
-	if name == "DATA_FILE" {
-		if _, ok := os.LookupEnv(name); ok && getenv(name) == "" {
-			return "", true
-		}
-	}
-	return "", false
-}
-
 // run starts the application and blocks until ctx ends, then shuts down:
 // in-flight requests finish, the embedded store is written, nil returns.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	cfg, err := parseConfig(args, getenv, stderr)
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (err error) {
+	cfg, err := parseConfig(args, lookupEnv, stderr)
 	if err != nil {
 		return err
 	}
 	logOut := newBufferedLog(stdout)
 	defer logOut.Close()
 	log := slog.New(slog.NewTextHandler(logOut, nil))
-	if addr := getenv("ORDERS_PPROF"); addr != "" {
+	if addr, _ := lookupEnv("ORDERS_PPROF"); addr != "" {
 		servePprof(addr, log)
 	}
 
@@ -195,7 +184,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	views, _ := fs.Sub(files, ".")
 	public, _ := fs.Sub(files, "public")
-	user, password := getenv("AUTH_USER"), getenv("AUTH_PASSWORD")
+	user, _ := lookupEnv("AUTH_USER")
+	password, _ := lookupEnv("AUTH_PASSWORD")
 	if (user == "") != (password == "") {
 		return errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
 	}

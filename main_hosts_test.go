@@ -16,8 +16,7 @@ import (
 // match stops the start instead of being ignored.
 func TestHostsAndProxiesFlags(t *testing.T) {
 	env := map[string]string{"ALLOWED_HOSTS": "a.example, b.example", "TRUSTED_PROXIES": "10.0.0.1,10.1.0.0/16"}
-	getenv := func(k string) string { return env[k] }
-	c, err := parseConfig([]string{"-addr", "orders.internal:3000", "-hosts", "c.example,,"}, getenv, io.Discard)
+	c, err := parseConfig([]string{"-addr", "orders.internal:3000", "-hosts", "c.example,,"}, envOf(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,7 @@ func TestHostsAndProxiesFlags(t *testing.T) {
 
 	for _, args := range [][]string{{"-trusted-proxies", "proxy.internal"}, {"-hosts", "orders.test:443"}} {
 		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0", "-data", ""}, args...),
-			func(string) string { return "" }, io.Discard, io.Discard)
+			envOf(nil), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), strings.Split(args[1], ":")[0]) {
 			t.Errorf("run %q: error %v, want one naming the entry", args, err)
 		}

@@ -49,8 +49,7 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &logWriter{addr: make(chan string, 1)}
 	done := make(chan error, 1)
-	getenv := func(string) string { return "" }
-	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, w, io.Discard) }()
+	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), envOf(nil), w, io.Discard) }()
 	select {
 	case addr := <-w.addr:
 		base := "http://" + addr
@@ -151,7 +150,7 @@ func TestRunRefusesDamagedSnapshot(t *testing.T) {
 	if err := os.WriteFile(data, []byte(`{"format":"orders-snapshot-1","keys":{`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", data}, func(string) string { return "" }, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", data}, envOf(nil), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), data) {
 		t.Fatalf("run with a damaged snapshot returned %v; want an error naming %s", err, data)
 	}
@@ -188,17 +187,38 @@ func TestRunSeeds(t *testing.T) {
 	}
 }
 
+// envOf is a lookupEnv that finds vars only: a test's program sees no
+// other environment.
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+// TestConfigFlagsWinOverEnvironment: a flag wins over its variable, a
+// variable over the default; an empty variable is unset except DATA_FILE,
+// where "" keeps nothing; and only the variables run is given count, not
+// the environment the test runs in.
 func TestConfigFlagsWinOverEnvironment(t *testing.T) {
-	env := map[string]string{"ADDR": "127.0.0.1:4000", "REDIS_URL": "redis://127.0.0.1:6379/2", "SEED": "5"}
-	getenv := func(k string) string { return env[k] }
-	c, err := parseConfig([]string{"-addr", "127.0.0.1:5000"}, getenv, io.Discard)
+	t.Setenv("DATA_FILE", "/elsewhere/orders.json")
+	t.Setenv("SEED", "7")
+	env := envOf(map[string]string{"ADDR": "127.0.0.1:4000", "REDIS_URL": "redis://127.0.0.1:6379/2", "SEED": "5"})
+	c, err := parseConfig([]string{"-addr", "127.0.0.1:5000"}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.addr != "127.0.0.1:5000" || c.redis != "redis://127.0.0.1:6379/2" || c.seed != 5 || c.data != "data/orders.json" {
-		t.Errorf("config = %+v; want the -addr flag over ADDR, REDIS_URL and SEED from the environment, the default data file", c)
+		t.Errorf("config = %+v; want the -addr flag over ADDR, REDIS_URL and SEED from the variables given, the default data file", c)
 	}
-	if _, err := parseConfig(nil, func(k string) string { return map[string]string{"SEED": "many"}[k] }, io.Discard); err == nil {
+	c, err = parseConfig(nil, envOf(map[string]string{"ADDR": "", "DATA_FILE": ""}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.addr != "127.0.0.1:3000" || c.data != "" {
+		t.Errorf("ADDR=\"\" DATA_FILE=\"\": addr %q, data %q; want the default address and no data file", c.addr, c.data)
+	}
+	if _, err := parseConfig(nil, envOf(map[string]string{"SEED": "many"}), io.Discard); err == nil {
 		t.Error("SEED=many was accepted; want an error")
 	}
 }
@@ -218,7 +238,7 @@ func TestRepairFlagFixesTheIndexes(t *testing.T) {
 	}
 	repair := func() string {
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"-repair", "-data", data}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		if err := run(context.Background(), []string{"-repair", "-data", data}, envOf(nil), &out, io.Discard); err != nil {
 			t.Fatalf("orders -repair: %v\n%s", err, out.String())
 		}
 		return out.String()
@@ -271,7 +291,7 @@ func TestRedisHostPortIsOneRedis(t *testing.T) {
 	// nil when the deadline stops it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", node, "-data", ""}, func(string) string { return "" }, io.Discard, io.Discard)
+	err = run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", node, "-data", ""}, envOf(nil), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "Cluster") || !strings.Contains(err.Error(), "commas") {
 		t.Errorf("-redis %s (a Cluster node): got %v, want an error saying it is a Cluster node and to list the nodes separated by commas", node, err)
 	}
