@@ -228,18 +228,10 @@ var funcs = template.FuncMap{
 	"isodate": func(t time.Time) string {
 		return t.UTC().Format(time.RFC3339)
 	},
-	"title": func(s store.Status) string {
-		if s == "" {
-			return ""
-		}
-		return strings.ToUpper(string(s[:1])) + string(s[1:])
-	},
+	"title":    statusTitle,
 	"statuses": func() []store.Status { return store.Statuses },
-	"itemKey":  store.ItemKey,
-	"add1":     func(n int) int { return n + 1 },
 	// rowView gives a list row the view a single-row fragment gets.
 	"rowView": func(o store.Order) *view { return &view{Order: &o} },
-	"itemRow": func(f *orderForm, it itemForm) itemRowView { return itemRowView{f, it} },
 	// wbrEmail lets an email address break after "@" and before ".".
 	"wbrEmail": wbrEmail,
 	"actionLabel": func(s store.Status) string {
@@ -248,7 +240,10 @@ var funcs = template.FuncMap{
 	},
 }
 
-type itemRowView struct {
-	Form *orderForm
-	Item itemForm
+// statusTitle is a status as a label: "Pending".
+func statusTitle(s store.Status) string {
+	if s == "" {
+		return ""
+	}
+	return strings.ToUpper(string(s[:1])) + string(s[1:])
 }

@@ -13,18 +13,12 @@ import (
 // orderForm is the New and Edit form, and the inline row form: the values
 // shown (the stored ones, or what the person typed), and the errors.
 type orderForm struct {
-	New      bool
-	ID       int64
-	Action   string
-	Customer string
-	Email    string
-	Status   string
-	Currency string
-	Notes    string
-	Version  int64
-	Items    []itemForm
-	// Errors maps a field ("customer", "items[3][name]") to its message.
-	Errors map[string]string
+	formState[store.Input]
+	New     bool
+	ID      int64
+	Action  string
+	Version int64
+	Items   []itemForm
 	// Conflict is set when the person's version was stale: the stored
 	// order and how it differs from what they sent (conflict.go).
 	Conflict *conflictView
@@ -33,37 +27,29 @@ type orderForm struct {
 	ItemsEditable bool
 }
 
+// itemForm is one item row of the form: its N (items[N][...]) and its
+// fields as typed.
 type itemForm struct {
-	N         int
-	SKU       string
-	Name      string
-	Quantity  string
-	UnitPrice string
+	N      int
+	values store.ItemInput
 }
 
-// Err returns the message for a field, or "".
-func (f *orderForm) Err(field string) string { return f.Errors[field] }
-
-// ItemErr returns the message for field of item row n, or "".
-func (f *orderForm) ItemErr(n int, field string) string { return f.Errors[store.ItemKey(n, field)] }
-
-// HasErrors reports whether any field has a message.
-func (f *orderForm) HasErrors() bool { return len(f.Errors) > 0 }
+// Number is the row's number as people count: N+1.
+func (it itemForm) Number() int { return it.N + 1 }
 
 func newOrderForm(o *store.Order) *orderForm {
-	f := &orderForm{New: o == nil, Action: "/orders", Status: string(store.Pending), Currency: "USD",
-		StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
+	f := &orderForm{New: o == nil, Action: "/orders", StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
+	f.fields = orderFields
+	pending, usd := string(store.Pending), "USD"
+	f.values = store.Input{Status: &pending, Currency: &usd}
 	if o != nil {
 		f.ID = o.ID
 		f.Action = "/orders/" + strconv.FormatInt(o.ID, 10)
-		f.Customer, f.Email, f.Status, f.Currency, f.Notes = o.Customer, o.Email, string(o.Status), o.Currency, o.Notes
+		f.values = orderInput(o)
 		f.Version = o.Version
 		f.StatusOptions = append([]store.Status{o.Status}, o.Status.Next()...)
 		f.ItemsEditable = o.Status.ItemsEditable()
-		for i, it := range o.Items {
-			f.Items = append(f.Items, itemForm{N: i, SKU: it.SKU, Name: it.Name,
-				Quantity: strconv.FormatInt(it.Quantity, 10), UnitPrice: it.UnitPrice.String()})
-		}
+		f.setItems(f.values.Items)
 	}
 	if f.ItemsEditable {
 		f.addBlankRows(1)
@@ -71,29 +57,87 @@ func newOrderForm(o *store.Order) *orderForm {
 	return f
 }
 
+// orderInput is a stored order as the request that would set every one
+// of its fields: what an Edit form starts from.
+func orderInput(o *store.Order) store.Input {
+	text := func(s string) *string { return &s }
+	in := store.Input{Customer: text(o.Customer), Email: text(o.Email), Status: text(string(o.Status)),
+		Currency: text(o.Currency), Notes: text(o.Notes), HasItems: true, Items: make([]store.ItemInput, len(o.Items))}
+	for i, it := range o.Items {
+		in.Items[i] = store.ItemInput{Index: i, SKU: it.SKU, Name: it.Name,
+			Quantity: strconv.FormatInt(it.Quantity, 10), UnitPrice: it.UnitPrice.String()}
+	}
+	return in
+}
+
 // fill puts what a request sent over the form's values, so a form that is
 // shown again keeps everything the person typed.
-func (f *orderForm) fill(cur *store.Order, in store.Input) {
-	set := func(dst *string, p *string) {
-		if p != nil {
-			*dst = *p
-		}
-	}
-	set(&f.Customer, in.Customer)
-	set(&f.Email, in.Email)
-	set(&f.Status, in.Status)
-	set(&f.Currency, in.Currency)
-	set(&f.Notes, in.Notes)
+func (f *orderForm) fill(in store.Input) {
+	f.formState.fill(in)
 	if in.Version != nil {
 		f.Version = *in.Version
 	}
 	if in.HasItems && f.ItemsEditable {
-		f.Items = f.Items[:0]
-		for _, it := range in.Items {
-			f.Items = append(f.Items, itemForm{N: it.Index, SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: it.UnitPrice})
-		}
+		f.setItems(in.Items)
 		f.addBlankRows(1)
 	}
+}
+
+// setItems makes the item rows those of items.
+func (f *orderForm) setItems(items []store.ItemInput) {
+	f.Items = f.Items[:0]
+	for _, it := range items {
+		f.Items = append(f.Items, itemForm{N: it.Index, values: it})
+	}
+}
+
+// Field is the view of a field of the New or Edit form.
+func (f *orderForm) Field(name string) fieldView { return f.orderControl(f.field(name, "")) }
+
+// RowField is the view of a field of a list row's inline form.
+func (f *orderForm) RowField(name string) fieldView {
+	v := f.field(name, "row-"+strconv.FormatInt(f.ID, 10)+"-")
+	v.Compact = true
+	return f.orderControl(v)
+}
+
+// orderControl adds what the order's state says about a control: the
+// statuses it may take, a currency that can no longer change.
+func (f *orderForm) orderControl(v fieldView) fieldView {
+	switch v.Name {
+	case "status":
+		for _, s := range f.StatusOptions {
+			v.Options = append(v.Options, option{Value: string(s), Label: statusTitle(s), Selected: string(s) == v.Value})
+		}
+	case "currency":
+		v.Readonly = !f.ItemsEditable
+	}
+	return v
+}
+
+// MaxItems is the most item rows the form offers (app.js reads it from
+// the rows' table).
+func (f *orderForm) MaxItems() int { return store.MaxItems }
+
+// Row is the view of item row it, for partials/orders/item_row.
+func (f *orderForm) Row(it itemForm) itemRowView { return itemRowView{f, it} }
+
+// itemRowView is one item row of a form.
+type itemRowView struct {
+	Form *orderForm
+	Item itemForm
+}
+
+// Field is the view of the row's field sub: a table cell's control,
+// labelled "SKU of item 3" for screen readers.
+func (r itemRowView) Field(sub string) fieldView {
+	fd := itemFields.byName(sub)
+	key := errKey("items", r.Item.N, sub)
+	value, _ := fd.value(&r.Item.values)
+	v := fd.view("items-"+strconv.Itoa(r.Item.N)+"-"+sub, key, value, r.Form.Errors[key])
+	v.Label += " of item " + strconv.Itoa(r.Item.Number())
+	v.HideLabel, v.InCell = true, true
+	return v
 }
 
 // addBlankRows appends n empty item rows numbered after the last one.
@@ -103,7 +147,7 @@ func (f *orderForm) addBlankRows(n int) {
 		next = max(next, it.N+1)
 	}
 	for i := 0; i < n && len(f.Items) < store.MaxItems; i++ {
-		f.Items = append(f.Items, itemForm{N: next + i})
+		f.Items = append(f.Items, itemForm{N: next + i, values: store.ItemInput{Index: next + i}})
 	}
 }
 
@@ -111,7 +155,7 @@ func (f *orderForm) addBlankRows(n int) {
 // amounts; a row with neither is blank. The server computes what app.js
 // previews, so totals show without JavaScript too.
 func (it itemForm) lineTotal() (total store.Money, ok, blank bool) {
-	q, p := strings.TrimSpace(it.Quantity), strings.TrimSpace(it.UnitPrice)
+	q, p := strings.TrimSpace(it.values.Quantity), strings.TrimSpace(it.values.UnitPrice)
 	if q == "" && p == "" {
 		return 0, false, true
 	}

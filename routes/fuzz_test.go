@@ -12,7 +12,7 @@ import (
 func checkInput(t *testing.T, in store.Input) {
 	t.Helper()
 	for _, it := range in.Items {
-		if it.Index < 0 || it.Index > maxItemIndex {
+		if it.Index < 0 || it.Index > maxRowIndex {
 			t.Fatalf("item index %d out of range", it.Index)
 		}
 	}

@@ -50,7 +50,7 @@ type listView struct {
 func parseQuery(c *fiber.Ctx) (store.Query, error) {
 	q := store.Query{Q: c.Query("q"), Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
 	if q.Status != "" && !q.Status.Valid() {
-		return q, badRequest("status must be one of pending, confirmed, shipped, delivered, cancelled")
+		return q, badRequest("status must be one of %s", store.StatusNames())
 	}
 	q.Sort = store.Sort(strings.ToLower(strings.TrimSpace(c.Query("sort"))))
 	if q.Sort != "" && !q.Sort.Valid() {
@@ -190,6 +190,43 @@ func (l *listView) URL() string { return l.PageURL(l.Page.Page) }
 // LastURL is the URL of the last page (a page past the end links to it).
 func (l *listView) LastURL() string { return l.PageURL(int(min(l.Pages, 1<<30))) }
 
+// KeepSort says the search form carries the sort: a List sorted by one of
+// its column headers (the Inquiry's sort is a field of the form).
+func (l *listView) KeepSort() bool { return !l.Inquiry && l.Sort != store.SortCreatedDesc }
+
+// KeepPerPage says the search form carries a page size that is not the
+// default.
+func (l *listView) KeepPerPage() bool { return l.PerPage != store.DefaultPerPage }
+
+// QueryMax is the longest search the store reads: the search box's maxlength.
+func (l *listView) QueryMax() int { return store.MaxQuery }
+
+// Empty is what the results say when no order matches (a page past the
+// end says so in Count instead); the List offers to create one.
+func (l *listView) Empty() emptyView {
+	text := "No orders"
+	if l.Q != "" {
+		text += " match “" + l.Q + "”"
+	}
+	if l.Status != "" {
+		text += " with status " + l.Status
+	}
+	if l.DateFrom != "" || l.DateTo != "" {
+		text += " created in those dates"
+	}
+	v := emptyView{Text: text}
+	if !l.Inquiry {
+		v.NewURL, v.NewText = "/orders/new", "Create one"
+	}
+	return v
+}
+
+// emptyView is the data of partials/empty: a sentence (without its full
+// stop) and, when NewURL is set, a link to create the first one.
+type emptyView struct {
+	Text, NewURL, NewText string
+}
+
 // PastEnd says the page asked for lies past the last one.
 func (l *listView) PastEnd() bool {
 	return len(l.Page.Orders) == 0 && l.Page.Total > 0 && int64(l.Page.Page) > l.Pages
@@ -298,10 +335,13 @@ type sortOption struct {
 	Selected     bool
 }
 
+// pageSizes are the page-size choices: the default, and up to the most.
+var pageSizes = []int{store.DefaultPerPage, 50, store.MaxPerPage}
+
 // PageSizes are the page-size choices under the table.
 func (l *listView) PageSizes() []pageLink {
 	var out []pageLink
-	for _, n := range []int{25, 50, 100} {
+	for _, n := range pageSizes {
 		// The first order shown stays on the page of the new size.
 		p := 1
 		if l.First > 0 {

@@ -223,14 +223,14 @@ func (o *orderHandlers) newForm(c *fiber.Ctx) error {
 		})
 	}
 	f := newOrderForm(nil)
-	prefillFromQuery(c, f, nil)
+	prefillFromQuery(c, f)
 	formNoStore(c)
 	return renderAs(c, r, fiber.StatusOK, "partials/orders/form", &view{Title: "New order", Nav: "new", Form: f}, nil)
 }
 
 // prefillFromQuery fills a form from its own fields sent as a GET: the
 // no-JavaScript way to ask for one more item row (the "Add item row" button).
-func prefillFromQuery(c *fiber.Ctx, f *orderForm, cur *store.Order) {
+func prefillFromQuery(c *fiber.Ctx, f *orderForm) {
 	args := c.Request().URI().QueryArgs()
 	if args.Len() == 0 {
 		return
@@ -241,7 +241,7 @@ func prefillFromQuery(c *fiber.Ctx, f *orderForm, cur *store.Order) {
 	if err != nil {
 		return
 	}
-	f.fill(cur, in)
+	f.fill(in)
 	if c.Query("add_row") != "" {
 		f.addBlankRows(1)
 	}
@@ -275,7 +275,7 @@ func (o *orderHandlers) create(c *fiber.Ctx) error {
 	if err != nil {
 		if fields := invalidFields(err); fields != nil && r != reprJSON {
 			f := newOrderForm(nil)
-			f.fill(nil, in)
+			f.fill(in)
 			f.Errors = fields
 			v := &view{Title: "New order", Nav: "new", Form: f}
 			if msg := fields["status"]; msg != "" {
@@ -335,7 +335,7 @@ func (o *orderHandlers) editForm(c *fiber.Ctx) error {
 		})
 	}
 	f := newOrderForm(ord)
-	prefillFromQuery(c, f, ord)
+	prefillFromQuery(c, f)
 	partial := "partials/orders/form"
 	if r == reprFragment && hxTarget(c) == rowTarget(id) {
 		partial = "partials/orders/row_edit"
@@ -379,7 +379,7 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 		}
 		// The form again, with what the person typed and the reason.
 		f := newOrderForm(se.Current)
-		f.fill(se.Current, in)
+		f.fill(in)
 		v := &view{Title: "Edit order " + strconv.FormatInt(id, 10), Nav: "orders", Order: se.Current, Form: f}
 		status := fiber.StatusUnprocessableEntity
 		if se.Code == store.EINVALID {
@@ -443,9 +443,9 @@ func (o *orderHandlers) delete(c *fiber.Ctx) error {
 	if args := c.Request().URI().QueryArgs(); args.Has("version") && version == 0 {
 		// Present means checked: an empty or malformed version is a 400,
 		// never a delete without the check.
-		n, err := strconv.ParseInt(string(args.Peek("version")), 10, 64)
-		if err != nil || n < 1 {
-			return badRequest("version must be a whole number from 1")
+		n, err := parseVersion(string(args.Peek("version")))
+		if err != nil {
+			return err
 		}
 		version = n
 	}

@@ -36,6 +36,15 @@ var transitions = map[Status][]Status{
 	Shipped:   {Delivered},
 }
 
+// StatusNames lists the statuses for a message: "pending, confirmed, …".
+func StatusNames() string {
+	names := make([]string, len(Statuses))
+	for i, s := range Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
 // Valid reports whether s is one of the known statuses.
 func (s Status) Valid() bool {
 	for _, v := range Statuses {
@@ -75,6 +84,14 @@ const (
 	MaxSKU      = 64
 	MaxItemName = 200
 	MaxQuantity = 1_000_000
+	// CurrencyLen is the length of a currency code (ISO 4217).
+	CurrencyLen = 3
+)
+
+// Messages that name a limit, made from it.
+var (
+	msgSKU      = "must be at most " + strconv.Itoa(MaxSKU) + " letters, digits, '-', '_' or '.'"
+	msgQuantity = "must be a whole number from 1 to " + strconv.Itoa(MaxQuantity)
 )
 
 // Item is one line of an order. It has no identity of its own.
@@ -165,11 +182,12 @@ type Input struct {
 
 var (
 	skuRE      = regexp.MustCompile(`^[A-Za-z0-9._-]*$`)
-	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+	currencyRE = regexp.MustCompile(`^[A-Z]{` + strconv.Itoa(CurrencyLen) + `}$`)
 )
 
-// ItemKey is the error key of an item field: items[N][field].
-func ItemKey(n int, field string) string {
+// itemKey is the error key of an item field: items[N][field] (CONTRACT
+// §3), N the index the request used (ItemInput.Index).
+func itemKey(n int, field string) string {
 	return "items[" + strconv.Itoa(n) + "][" + field + "]"
 }
 
@@ -245,7 +263,7 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 		s := Status(strings.ToLower(strings.TrimSpace(*in.Status)))
 		switch {
 		case !s.Valid():
-			errs["status"] = "must be one of pending, confirmed, shipped, delivered, cancelled"
+			errs["status"] = "must be one of " + StatusNames()
 		case cur == nil && s != Pending:
 			errs["status"] = "a new order starts as pending"
 		case cur != nil && !cur.Status.CanBecome(s):
@@ -308,38 +326,38 @@ func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
 	item.SKU = sku
 	switch {
 	case !clean:
-		errs[ItemKey(it.Index, "sku")] = msgBidi
+		errs[itemKey(it.Index, "sku")] = msgBidi
 	case !utf8.ValidString(item.SKU) || len(item.SKU) > MaxSKU || !skuRE.MatchString(item.SKU):
-		errs[ItemKey(it.Index, "sku")] = "must be at most 64 letters, digits, '-', '_' or '.'"
+		errs[itemKey(it.Index, "sku")] = msgSKU
 	}
 	name, clean := cleanText(it.Name)
 	item.Name = name
 	switch {
 	case !utf8.ValidString(item.Name):
-		errs[ItemKey(it.Index, "name")] = "must be valid UTF-8 text"
+		errs[itemKey(it.Index, "name")] = "must be valid UTF-8 text"
 	case !clean:
-		errs[ItemKey(it.Index, "name")] = msgBidi
+		errs[itemKey(it.Index, "name")] = msgBidi
 	case item.Name == "":
-		errs[ItemKey(it.Index, "name")] = "is required"
+		errs[itemKey(it.Index, "name")] = "is required"
 	case utf8.RuneCountInString(item.Name) > MaxItemName:
-		errs[ItemKey(it.Index, "name")] = "must be at most 200 characters"
+		errs[itemKey(it.Index, "name")] = "must be at most " + strconv.Itoa(MaxItemName) + " characters"
 	case hasControl(item.Name, false):
-		errs[ItemKey(it.Index, "name")] = "must not contain control characters"
+		errs[itemKey(it.Index, "name")] = "must not contain control characters"
 	}
 	q := strings.TrimSpace(it.Quantity)
 	if !allDigits(q) || q == "" || len(q) > 9 {
-		errs[ItemKey(it.Index, "quantity")] = "must be a whole number from 1 to 1000000"
+		errs[itemKey(it.Index, "quantity")] = msgQuantity
 	} else {
 		item.Quantity, _ = strconv.ParseInt(q, 10, 64)
 		if item.Quantity < 1 || item.Quantity > MaxQuantity {
-			errs[ItemKey(it.Index, "quantity")] = "must be a whole number from 1 to 1000000"
+			errs[itemKey(it.Index, "quantity")] = msgQuantity
 		}
 	}
 	p := strings.TrimSpace(it.UnitPrice)
 	if m, err := ParseMoney(p); err != nil {
-		errs[ItemKey(it.Index, "unit_price")] = err.Error()
+		errs[itemKey(it.Index, "unit_price")] = err.Error()
 	} else if m > MaxUnitPrice {
-		errs[ItemKey(it.Index, "unit_price")] = "must be at most 1000000.00"
+		errs[itemKey(it.Index, "unit_price")] = "must be at most " + MaxUnitPrice.String()
 	} else {
 		item.UnitPrice = m
 	}

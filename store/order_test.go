@@ -185,9 +185,6 @@ func TestValidateItemErrorsUseSentIndex(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("errors:\n got %v\nwant %v", got, want)
 	}
-	if k := store.ItemKey(7, "name"); k != "items[7][name]" {
-		t.Errorf("ItemKey(7, name) = %q, want %q", k, "items[7][name]")
-	}
 }
 
 func TestValidateSeveralFields(t *testing.T) {

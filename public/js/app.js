@@ -50,7 +50,9 @@
 
   function addRow(tbody) {
     var rows = tbody.querySelectorAll("tr.item-row");
-    if (!rows.length || rows.length >= 100) return;
+    // The most rows an order takes: the server says it on the table.
+    var most = parseInt(tbody.getAttribute("data-max-rows"), 10);
+    if (!rows.length || rows.length >= most) return;
     var last = rows[rows.length - 1], next = 0;
     rows.forEach(function (r) {
       var m = /items\[(\d+)\]/.exec(r.querySelector("input").name);
