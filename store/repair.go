@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -62,8 +61,8 @@ func repairKind[T any](ctx context.Context, s *Store, k *kind[T], fix bool, r *R
 			fixed[id] = true
 			r.Fixed++
 		}
-		if s.cluster {
-			if err := s.fence(ctx, s.recordKey(k.name, id)); err != nil {
+		if k.sharded(s) {
+			if err := s.fence(ctx, k.key(s, id)); err != nil {
 				return err
 			}
 		}
@@ -71,11 +70,11 @@ func repairKind[T any](ctx context.Context, s *Store, k *kind[T], fix bool, r *R
 	}
 
 	// Every record is in every index it belongs in.
-	prefix := s.prefix + k.name + ":{"
-	err := s.scanKeys(ctx, prefix+"*", func(keys []string) error {
+	pattern, idOf := k.keyPattern(s)
+	err := s.scanKeys(ctx, pattern, func(keys []string) error {
 		ids := make([]int64, 0, len(keys))
 		for _, key := range keys {
-			if id, ok := ParseID(strings.TrimSuffix(strings.TrimPrefix(key, prefix), "}")); ok {
+			if id, ok := idOf(key); ok {
 				ids = append(ids, id)
 			}
 		}
@@ -203,7 +202,7 @@ func loadRecords[T any](ctx context.Context, s *Store, k *kind[T], ids []int64, 
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, s.recordKey(k.name, id))
+			cmds[i] = p.HGetAll(ctx, k.key(s, id))
 		}
 		return nil
 	})
@@ -217,7 +216,7 @@ func loadRecords[T any](ctx context.Context, s *Store, k *kind[T], ids []int64, 
 		if !ok {
 			if len(h) > 0 && r != nil {
 				r.Damaged++
-				s.damaged(s.recordKey(k.name, id), h)
+				s.damaged(k.key(s, id), h)
 			}
 			continue
 		}

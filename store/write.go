@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,52 @@ type kind[T any] struct {
 	// they hold) that Repair finds with SCAN; their members end in the id
 	// as memberID reads it.
 	indexPattern func(s *Store) string
+	// slot, when set, puts every key of the kind in one Cluster slot: its
+	// records are name:{slot}:id, and its indexes and claims must carry the
+	// same hash tag. A write is then one transaction on a Cluster too (no
+	// intents), which claims need. For a collection that stays small (a
+	// catalogue), not for one that must spread over the nodes.
+	slot string
+	// claims lists the keys a record holds alone (a unique SKU): a write
+	// that would take a key another record holds fails with the error
+	// claimTaken makes, and nothing is written. Only with slot (or on a
+	// single Redis).
+	claims func(s *Store, r *T) []string
+	// claimTaken is the error for r wanting key, which record owner holds.
+	claimTaken func(r *T, key string, owner int64) error
+}
+
+// key is the record key of id.
+func (k *kind[T]) key(s *Store, id int64) string {
+	if k.slot != "" {
+		return s.prefix + k.name + ":{" + k.slot + "}:" + strconv.FormatInt(id, 10)
+	}
+	return s.recordKey(k.name, id)
+}
+
+// keyPattern matches every record key of the kind (for Repair's SCAN), and
+// idOf reads the id back from one.
+func (k *kind[T]) keyPattern(s *Store) (pattern string, idOf func(key string) (int64, bool)) {
+	if k.slot != "" {
+		prefix := s.prefix + k.name + ":{" + k.slot + "}:"
+		return globEscape(prefix) + "*", func(key string) (int64, bool) { return ParseID(strings.TrimPrefix(key, prefix)) }
+	}
+	prefix := s.prefix + k.name + ":{"
+	return globEscape(prefix) + "*", func(key string) (int64, bool) {
+		return ParseID(strings.TrimSuffix(strings.TrimPrefix(key, prefix), "}"))
+	}
+}
+
+// sharded says the kind's indexes live in other slots than its records:
+// on a Cluster, unless the kind keeps to one slot.
+func (k *kind[T]) sharded(s *Store) bool { return s.cluster && k.slot == "" }
+
+// claimsOf is r's claims (none for no record).
+func claimsOf[T any](s *Store, k *kind[T], r *T) []string {
+	if r == nil || k.claims == nil {
+		return nil
+	}
+	return k.claims(s, r)
 }
 
 // indexKey is one sorted set of a kind and how its members name records.
@@ -103,7 +150,9 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 }
 
 func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
-	key := s.recordKey(k.name, id)
+	key := k.key(s, id)
+	sharded := k.sharded(s)
+	idText := strconv.FormatInt(id, 10)
 	tomb := key + ":gone" // same hash tag, same slot
 	decode := func(h map[string]string) *T {
 		cur, ok := k.decode(id, h)
@@ -128,7 +177,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			// each time, so a hot record's writers do not retry in lockstep.
 			time.Sleep(time.Duration(1+rand.IntN(2*min(attempt, 10))) * time.Millisecond)
 		}
-		if s.cluster {
+		if sharded {
 			// The intent is written before the WATCH, from a plain read:
 			// writing it inside would need a second connection while the
 			// WATCH holds one, and under load every connection of a node's
@@ -147,7 +196,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			}
 			planned = cur
 			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
-			field = k.name + ":" + strconv.FormatInt(id, 10) + ":" + newToken()
+			field = k.name + ":" + idText + ":" + newToken()
 			intentAt = time.Now()
 			if err := s.recordIntent(ctx, field, before, after); err != nil {
 				// It may have been written: the reconciler drops it harmlessly.
@@ -165,7 +214,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			}
 			h := hc.Val()
 			cur := decode(h)
-			if s.cluster {
+			if sharded {
 				if !sameVersion(k, planned, cur) {
 					return redis.TxFailedErr // changed since the intent was written: again
 				}
@@ -191,10 +240,46 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				// a counter that went back).
 				return errRecordExists
 			}
-			if !s.cluster {
+			if !sharded {
 				before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
 			}
+			// Claims: the ones next takes, watched and checked free (a
+			// writer that takes one first makes this EXEC fail, and the
+			// retry sees it taken), and the ones cur gives up.
+			have, want := claimsOf(s, k, cur), claimsOf(s, k, next)
+			var take, give []string
+			for _, c := range want {
+				if !slices.Contains(have, c) {
+					take = append(take, c)
+				}
+			}
+			for _, c := range have {
+				if !slices.Contains(want, c) {
+					give = append(give, c)
+				}
+			}
+			if len(take) > 0 {
+				if err := tx.Watch(ctx, take...).Err(); err != nil {
+					return err
+				}
+				owners, err := tx.MGet(ctx, take...).Result()
+				if err != nil {
+					return err
+				}
+				for i, o := range owners {
+					if o, ok := o.(string); ok && o != idText {
+						owner, _ := ParseID(o)
+						return k.claimTaken(next, take[i], owner)
+					}
+				}
+			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				for _, c := range take {
+					p.Set(ctx, c, idText, 0)
+				}
+				for _, c := range give {
+					p.Del(ctx, c)
+				}
 				// A whole new hash: fields the record no longer has (a
 				// cleared email, dropped items, a damaged leftover) go.
 				p.Del(ctx, key)
@@ -203,7 +288,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				} else {
 					p.Set(ctx, tomb, "1", tombstoneTTL)
 				}
-				if !s.cluster {
+				if !sharded {
 					moveEntries(ctx, p, before, after)
 				}
 				return nil
@@ -306,7 +391,7 @@ func (s *Store) recordIntent(ctx context.Context, field string, before, after []
 // right: a write that lands after this one's check is settled by its own
 // writer (or by the reconciler). It is idempotent.
 func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry) error {
-	key := s.recordKey(k.name, id)
+	key := k.key(s, id)
 	for range 20 {
 		h, err := s.rdb.HGetAll(ctx, key).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"strings"
+)
+
+// A test-only kind that keeps to one slot and claims a unique code, so the
+// write path's claims are tested before any resource uses them.
+
+// CodeRecord is a record with a code no other record may hold (case
+// aside).
+type CodeRecord struct {
+	ID      int64
+	Code    string
+	Version int64
+}
+
+// CodeTakenError is what a write of a code another record holds answers.
+type CodeTakenError struct {
+	Code  string
+	Owner int64
+}
+
+func (e *CodeTakenError) Error() string {
+	return "code " + e.Code + " is held by record " + strconv.FormatInt(e.Owner, 10)
+}
+
+var codeKind = &kind[CodeRecord]{
+	name:         "tc",
+	slot:         "tc",
+	versionField: "v",
+	decode: func(id int64, h map[string]string) (*CodeRecord, bool) {
+		v, err := strconv.ParseInt(h["v"], 10, 64)
+		if err != nil || h["c"] == "" {
+			return nil, false
+		}
+		return &CodeRecord{ID: id, Code: h["c"], Version: v}, true
+	},
+	encode:  func(r *CodeRecord) []any { return []any{"c", r.Code, "v", r.Version} },
+	version: func(r *CodeRecord) int64 { return r.Version },
+	entries: func(s *Store, r *CodeRecord) []ixEntry {
+		return []ixEntry{{Key: s.prefix + "tcx:{tc}:id", Member: strconv.FormatInt(r.ID, 10), Score: float64(r.ID)}}
+	},
+	indexes: func(s *Store) []indexKey {
+		return []indexKey{{s.prefix + "tcx:{tc}:id", func(m string) (int64, bool) { return ParseID(m) }}}
+	},
+	claims: func(s *Store, r *CodeRecord) []string {
+		return []string{s.prefix + "tcu:{tc}:" + strings.ToLower(r.Code)}
+	},
+	claimTaken: func(r *CodeRecord, key string, owner int64) error {
+		return &CodeTakenError{Code: r.Code, Owner: owner}
+	},
+}
+
+// PutCode creates record id with code, or gives it that code, or deletes
+// it when code is empty.
+func (s *Store) PutCode(ctx context.Context, id int64, code string) error {
+	_, err := write(ctx, s, codeKind, id, func(cur *CodeRecord) (*CodeRecord, error) {
+		if code == "" {
+			if cur == nil {
+				return nil, notFound(id)
+			}
+			return nil, nil
+		}
+		next := &CodeRecord{ID: id, Code: code, Version: 1}
+		if cur != nil {
+			if cur.Code == code {
+				return cur, nil
+			}
+			next.Version = cur.Version + 1
+		}
+		return next, nil
+	})
+	return err
+}
+
+// CodeOwner returns the record that holds code by its claim (0 for none)
+// and the code that record has (its hash), for checking the invariant.
+func (s *Store) CodeOwner(ctx context.Context, code string) (owner int64, ownerCode string, err error) {
+	v, err := s.rdb.Get(ctx, s.prefix+"tcu:{tc}:"+strings.ToLower(code)).Result()
+	if err != nil {
+		return 0, "", nil
+	}
+	owner, _ = ParseID(v)
+	h, err := s.rdb.HGetAll(ctx, codeKind.key(s, owner)).Result()
+	return owner, h["c"], err
+}
+
+// RepairCodes checks the test kind's records and indexes like Repair.
+func (s *Store) RepairCodes(ctx context.Context) (RepairReport, error) {
+	var r RepairReport
+	err := repairKind(ctx, s, codeKind, true, &r)
+	return r, err
+}
