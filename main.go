@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,12 +24,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 
 	"orders/routes"
 	"orders/store"
 )
 
+// files are the templates and static files the binary carries; tests read
+// the same folders from disk (TestEmbeddedFilesAreTheRepositorys).
+//
 //go:embed layouts partials public
 var files embed.FS
 
@@ -57,6 +60,8 @@ type config struct {
 	// snapshotEvery: the embedded store's snapshot interval; 0 is its
 	// default (2 s). Only ORDERS_SNAPSHOT_INTERVAL sets it (for tests).
 	snapshotEvery time.Duration
+	// authUser and authPassword turn on HTTP basic auth (both or neither).
+	authUser, authPassword string
 }
 
 // parseConfig reads the flags in args and the variables lookupEnv finds
@@ -95,6 +100,10 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	if c.seed < 0 {
 		return c, errors.New("-seed must not be negative")
 	}
+	c.authUser, c.authPassword = env("AUTH_USER", ""), env("AUTH_PASSWORD", "")
+	if (c.authUser == "") != (c.authPassword == "") {
+		return c, errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
+	}
 	if v := env("ORDERS_SNAPSHOT_INTERVAL", ""); v != "" {
 		if c.snapshotEvery, err = time.ParseDuration(v); err != nil || c.snapshotEvery <= 0 {
 			return c, fmt.Errorf("ORDERS_SNAPSHOT_INTERVAL must be a positive duration such as 500ms, not %q", v)
@@ -128,21 +137,64 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		servePprof(addr, log)
 	}
 
-	rdb, cluster, health, closeRedis, err := openRedis(cfg, log, stderr)
+	if cfg.repair {
+		st, closeStore, oerr := openStore(cfg, log, stderr)
+		if oerr != nil {
+			return oerr
+		}
+		defer closeAndKeep(closeStore, &err)
+		return repair(ctx, st, stdout)
+	}
+	app, closeStore, err := newApp(ctx, cfg, log, stderr)
 	if err != nil {
 		return err
 	}
-	// The embedded store writes its last snapshot when it closes: a failure
-	// there is the run's error, so the process exits non-zero (CONTRACT §8).
+	defer closeAndKeep(closeStore, &err)
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", cfg.authUser != "")
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return app.ShutdownWithContext(sctx)
+}
+
+// closeAndKeep calls closeStore and makes its error *err unless there is
+// one already. The embedded store writes its last snapshot when it closes:
+// a failure there is the run's error, so the process exits non-zero
+// (CONTRACT §8).
+func closeAndKeep(closeStore func() error, err *error) {
+	if cerr := closeStore(); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}
+
+// newApp builds the application as the server runs it, from the
+// configuration: the store over the configured Redis (openStore), its
+// indexes upgraded to this version's layout, its reconciler started and,
+// with -seed, demo orders; then routes.New over it with the templates and
+// static files embedded in the binary. closeStore closes the store (the
+// embedded one writes its last snapshot); the reconciler and a pending
+// upgrade stop with ctx.
+func newApp(ctx context.Context, cfg config, log *slog.Logger, stderr io.Writer) (app *fiber.App, closeStore func() error, err error) {
+	st, closeSt, err := openStore(cfg, log, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer func() {
-		if cerr := closeRedis(); cerr != nil && err == nil {
-			err = cerr
+		if err != nil {
+			_ = closeSt()
 		}
 	}()
-	st := store.New(rdb, store.Options{Cluster: cluster, Logger: log, Health: health})
-	if cfg.repair {
-		return repair(ctx, st, stdout)
-	}
 	// Data written by an earlier version gets this version's indexes. A
 	// Redis that does not answer yet is no reason not to start (the app
 	// answers 503 meanwhile): the upgrade is tried again every second.
@@ -161,7 +213,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			}
 		}()
 	} else if err != nil {
-		return fmt.Errorf("upgrading the indexes: %w", err)
+		return nil, nil, fmt.Errorf("upgrading the indexes: %w", err)
 	}
 	// On a Cluster, index changes a writer could not finish (a crash, a
 	// timeout) are settled by every instance within a few seconds.
@@ -178,38 +230,25 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		cancel()
 		if err != nil {
-			return fmt.Errorf("seeding: %w", err)
+			return nil, nil, fmt.Errorf("seeding: %w", err)
 		}
 	}
 
-	views, _ := fs.Sub(files, ".")
-	public, _ := fs.Sub(files, "public")
-	user, _ := lookupEnv("AUTH_USER")
-	password, _ := lookupEnv("AUTH_PASSWORD")
-	if (user == "") != (password == "") {
-		return errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
-	}
-	app, err := routes.New(routes.Config{Store: st, Views: views, Public: public, Logger: log,
-		AuthUser: user, AuthPassword: password, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies})
+	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
+		AuthUser: cfg.authUser, AuthPassword: cfg.authPassword, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	return app, closeSt, nil
+}
+
+// openStore opens the configured Redis (openRedis) and the store over it.
+func openStore(cfg config, log *slog.Logger, stderr io.Writer) (*store.Store, func() error, error) {
+	rdb, cluster, health, closeRedis, err := openRedis(cfg, log, stderr)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", user != "")
-	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return app.ShutdownWithContext(sctx)
+	return store.New(rdb, store.Options{Cluster: cluster, Logger: log, Health: health}), closeRedis, nil
 }
 
 // repair runs Store.Repair over the whole collection and prints what it

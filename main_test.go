@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 // logWriter collects run's log and reports the address it serves on.
@@ -260,6 +262,45 @@ func TestRepairFlagFixesTheIndexes(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), "Ada Lovelace") {
 		t.Errorf("after the repair, a search for ada does not list order 1:\n%s", body)
+	}
+}
+
+// TestEmbeddedFilesAreTheTests: the templates and static files the binary
+// carries (main.go's embed) are exactly the files the other packages'
+// tests build their applications with (testutil.Files): a file that embed
+// leaves out (a name starting with "." or "_") or a folder missing from the
+// embed list would otherwise pass every test and break only the binary.
+func TestEmbeddedFilesAreTheTests(t *testing.T) {
+	read := func(fsys fs.FS) map[string]string {
+		out := map[string]string{}
+		err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := fs.ReadFile(fsys, name)
+			out[name] = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	embedded, tested := read(files), read(testutil.Files(t))
+	for name, b := range tested {
+		if e, ok := embedded[name]; !ok {
+			t.Errorf("%s: the tests use it, the binary does not carry it", name)
+		} else if e != b {
+			t.Errorf("%s: the binary carries other content than the tests use", name)
+		}
+	}
+	for name := range embedded {
+		if _, ok := tested[name]; !ok {
+			t.Errorf("%s: the binary carries it, the tests do not use it", name)
+		}
+	}
+	if len(embedded) < 5 {
+		t.Errorf("the binary carries %d files; want the layouts, partials and public files", len(embedded))
 	}
 }
 

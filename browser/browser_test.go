@@ -6,7 +6,6 @@ package browser_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/testutil"
 )
 
 type env struct {
@@ -70,8 +70,7 @@ func serveWith(t *testing.T, opts store.Options, hooks ...redis.Hook) (string, *
 	}
 	t.Cleanup(func() { rdb.Close() })
 	st := store.New(rdb, opts)
-	app, err := routes.New(routes.Config{Store: st, Views: os.DirFS(".."), Public: os.DirFS("../public"),
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	app, err := routes.New(routes.Config{Store: st, Files: testutil.Files(t), Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +146,6 @@ func startWith(t *testing.T, javascript bool, so store.Options, hooks ...redis.H
 	}
 	t.Cleanup(func() { e.checkConsole(t) })
 	return e
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // do runs steps with a deadline, failing the test with where it stopped.

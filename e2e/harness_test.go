@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +31,7 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/testutil"
 )
 
 var (
@@ -418,17 +418,15 @@ type listJSON struct {
 	Next    *string     `json:"next"`
 }
 
-// inProcess is the application over rdb, built as main.go builds it, for
-// app.Test.
+// inProcess is the application over rdb, for app.Test: routes.New as
+// main.go calls it, with the repository's copy of the embedded files.
 func inProcess(t testing.TB, rdb redis.UniversalClient) *fiber.App {
 	t.Helper()
 	app, err := routes.New(routes.Config{
-		Store:  store.New(rdb, store.Options{}),
-		Views:  os.DirFS(".."),
-		Public: os.DirFS("../public"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		// app.Test sends Host: example.com.
-		AllowedHosts: []string{"example.com"},
+		Store:        store.New(rdb, store.Options{}),
+		Files:        testutil.Files(t),
+		Logger:       testutil.Logger(t),
+		AllowedHosts: []string{testutil.Host},
 	})
 	if err != nil {
 		t.Fatalf("routes.New: %v", err)

@@ -22,12 +22,13 @@ import (
 type Config struct {
 	// Store holds the orders.
 	Store *store.Store
-	// Views holds layouts/ and partials/; Public holds public/ (the static
-	// files, read, hashed and compressed once in New and served under
-	// /public/ by content-hashed names: assets.go). main.go embeds both into
-	// the binary.
-	Views  fs.FS
-	Public fs.FS
+	// Files holds the folders layouts/ and partials/ (the templates) and
+	// public/ (the static files, read, hashed and compressed once in New
+	// and served under /public/ by content-hashed names: assets.go).
+	// main.go gives the copy embedded in the binary; tests give the
+	// repository's folders (testutil.Files), which main's tests check are
+	// the same files.
+	Files fs.FS
 	// Logger receives one line per request; slog.Default() when nil.
 	Logger *slog.Logger
 	// RequestTimeout bounds each request's work against Redis (default 1.5 s),
@@ -66,7 +67,11 @@ func New(cfg Config) (*fiber.App, error) {
 	if err := checkNetConfig(cfg.AllowedHosts, cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
-	static, err := loadAssets(cfg.Public)
+	public, err := fs.Sub(cfg.Files, "public")
+	if err != nil {
+		return nil, err
+	}
+	static, err := loadAssets(public)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +79,7 @@ func New(cfg Config) (*fiber.App, error) {
 	for k, f := range funcs {
 		fm[k] = f
 	}
-	engine, err := newViews(cfg.Views, fm, []string{layoutPage, layoutBare})
+	engine, err := newViews(cfg.Files, fm, []string{layoutPage, layoutBare})
 	if err != nil {
 		return nil, err
 	}

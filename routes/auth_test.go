@@ -2,25 +2,19 @@ package routes
 
 import (
 	"encoding/base64"
-	"github.com/gofiber/fiber/v2"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/gofiber/fiber/v2"
 
 	"orders/testutil"
 )
 
 func TestBasicAuth(t *testing.T) {
 	tg := testutil.Miniredis(t)
-	app, err := New(Config{Store: testutil.NewStore(t, tg), Views: os.DirFS(".."), Public: os.DirFS("../public"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AuthUser: "desk", AuthPassword: "s3cret:x", AllowedHosts: []string{"example.com"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := newTestApp(t, tg.Name, testutil.NewStore(t, tg), func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "s3cret:x" }).app
 	basic := func(up string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(up)) }
 	for _, c := range []struct {
 		path, auth string
@@ -62,12 +56,9 @@ func TestBasicAuth(t *testing.T) {
 // host the app checks.
 func TestOriginBehindProxy(t *testing.T) {
 	newApp := func(trusted []string) *fiber.App {
-		app, err := New(Config{Store: testutil.NewStore(t, testutil.Miniredis(t)), Views: os.DirFS(".."), Public: os.DirFS("../public"),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowedHosts: []string{"orders.example"}, TrustedProxies: trusted})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return app
+		return newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)), func(c *Config) {
+			c.AllowedHosts, c.TrustedProxies = []string{"orders.example"}, trusted
+		}).app
 	}
 	// app.Test's requests come from 0.0.0.0.
 	behindProxy, direct := newApp([]string{"0.0.0.0"}), newApp(nil)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -38,13 +37,9 @@ func TestIssue8Findings(t *testing.T) {
 
 	t.Run("4 a panic answers 500 with a request id, logs its stack, and the process keeps serving", func(t *testing.T) {
 		var logs syncBuffer
-		st := testutil.NewStore(t, testutil.Miniredis(t))
-		app, err := New(Config{Store: st, Views: os.DirFS(".."), Public: os.DirFS("../public"),
-			Logger: slog.New(slog.NewTextHandler(&logs, nil)), AllowedHosts: []string{"example.com"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := &testApp{target: "miniredis", app: app, store: st}
+		a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)),
+			func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+		app := a.app
 		app.Get("/boom", func(c *fiber.Ctx) error {
 			// What a handler set before it panicked must not reach the 500.
 			c.Set(fiber.HeaderETag, `"o1v1-json"`)
@@ -195,12 +190,7 @@ func TestIssue8Findings(t *testing.T) {
 			hJSON.with(H{"Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-origin"})).wantStatus(t, http.StatusOK)
 
 		// No names configured (the default): IP literals and localhost only.
-		bare, err := New(Config{Store: a.store, Views: os.DirFS(".."), Public: os.DirFS("../public"),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := &testApp{target: "miniredis", app: bare, store: a.store}
+		d := newTestApp(t, "miniredis", a.store, func(c *Config) { c.AllowedHosts = nil })
 		d.get(t, "http://example.com"+path(o.ID), hJSON).wantStatus(t, http.StatusMisdirectedRequest)
 		d.get(t, "http://127.0.0.1:3000"+path(o.ID), hJSON).wantStatus(t, http.StatusOK)
 		d.get(t, "http://localhost:3000"+path(o.ID), hJSON).wantStatus(t, http.StatusOK)
@@ -208,7 +198,7 @@ func TestIssue8Findings(t *testing.T) {
 		// A name that could never match is refused at start, not ignored.
 		for _, c := range []Config{{AllowedHosts: []string{"orders.example:3000"}}, {AllowedHosts: []string{"https://orders.example"}},
 			{TrustedProxies: []string{"proxy.internal"}}, {TrustedProxies: []string{"10.0.0.0/33"}}} {
-			c.Store, c.Views, c.Public = a.store, os.DirFS(".."), os.DirFS("../public")
+			c.Store, c.Files = a.store, testutil.Files(t)
 			if _, err := New(c); err == nil {
 				t.Errorf("New with hosts %q, proxies %q: no error, want one", c.AllowedHosts, c.TrustedProxies)
 			}
@@ -242,12 +232,7 @@ func TestIssue8Findings(t *testing.T) {
 		}
 		// From a trusted proxy (app.Test's requests come from 0.0.0.0) the
 		// same headers count, and the forwarded host is checked too.
-		proxied, err := New(Config{Store: a.store, Views: os.DirFS(".."), Public: os.DirFS("../public"),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowedHosts: []string{"example.com"}, TrustedProxies: []string{"0.0.0.0"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &testApp{target: "miniredis", app: proxied, store: a.store}
+		p := newTestApp(t, "miniredis", a.store, func(c *Config) { c.TrustedProxies = []string{"0.0.0.0"} })
 		p.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "Through TLS"}),
 			hJSON.with(H{"X-Forwarded-Proto": "https", "Origin": "https://example.com", "Sec-Fetch-Site": "same-origin"})).wantStatus(t, http.StatusOK)
 		p.get(t, path(o.ID), hJSON.with(H{"X-Forwarded-Host": "r.evil.test"})).wantStatus(t, http.StatusMisdirectedRequest)

@@ -9,12 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,17 +30,22 @@ type testApp struct {
 	store  *store.Store
 }
 
-// newTestApp builds the application the way main.go does, over st.
-func newTestApp(t testing.TB, name string, st *store.Store) *testApp {
+// testConfig is the configuration of every test application: main.go's
+// but for the files (the repository's copy of the embedded ones), the
+// log (the test's) and the host (app.Test's).
+func testConfig(t testing.TB, st *store.Store) Config {
+	return Config{Store: st, Files: testutil.Files(t), Logger: testutil.Logger(t), AllowedHosts: []string{testutil.Host}}
+}
+
+// newTestApp builds the application over st with testConfig, changed by
+// each of more.
+func newTestApp(t testing.TB, name string, st *store.Store, more ...func(*Config)) *testApp {
 	t.Helper()
-	app, err := New(Config{
-		Store:  st,
-		Views:  os.DirFS(".."),
-		Public: os.DirFS("../public"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		// app.Test sends Host: example.com.
-		AllowedHosts: []string{"example.com"},
-	})
+	cfg := testConfig(t, st)
+	for _, f := range more {
+		f(&cfg)
+	}
+	app, err := New(cfg)
 	if err != nil {
 		t.Fatalf("routes.New: %v", err)
 	}
