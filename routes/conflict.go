@@ -95,7 +95,7 @@ type diffItem struct {
 // newConflict compares what the person sent with the stored order.
 func newConflict(cur *store.Order, in store.Input, row bool) *conflictView {
 	c := &conflictView{Current: cur, Row: row}
-	field := func(name, label string, sent *string, theirs string, norm func(string) string, show func(string) string) {
+	field := func(name string, sent *string, theirs string, norm func(string) string, show func(string) string) {
 		if sent == nil {
 			return
 		}
@@ -103,19 +103,19 @@ func newConflict(cur *store.Order, in store.Input, row bool) *conflictView {
 		if yours == norm(theirs) {
 			return
 		}
-		c.Fields = append(c.Fields, fieldDiff{Name: name, Label: label, Yours: show(yours), Theirs: show(theirs)})
+		c.Fields = append(c.Fields, fieldDiff{Name: name, Label: orderFields.byName(name).Label, Yours: show(yours), Theirs: show(theirs)})
 	}
 	same := func(s string) string { return s }
-	field("customer", "Customer", in.Customer, cur.Customer, normText, same)
-	field("email", "Email", in.Email, cur.Email, normText, same)
-	field("status", "Status", in.Status, string(cur.Status), func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }, capitalise)
+	field("customer", in.Customer, cur.Customer, normText, same)
+	field("email", in.Email, cur.Email, normText, same)
+	field("status", in.Status, string(cur.Status), func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }, capitalise)
 	if n := len(c.Fields); n > 0 && c.Fields[n-1].Name == "status" {
 		if yours := store.Status(strings.ToLower(strings.TrimSpace(*in.Status))); !cur.Status.CanBecome(yours) {
 			c.Fields[n-1].Note = "A " + string(cur.Status) + " order cannot become " + string(yours) + ": saving keeps " + capitalise(string(cur.Status)) + "."
 		}
 	}
-	field("currency", "Currency", in.Currency, cur.Currency, func(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }, same)
-	field("notes", "Notes", in.Notes, cur.Notes, normText, same)
+	field("currency", in.Currency, cur.Currency, func(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }, same)
+	field("notes", in.Notes, cur.Notes, normText, same)
 	if in.HasItems {
 		c.ItemsFrozen = !cur.Status.ItemsEditable()
 		c.diffItems(cur, in.Items)
