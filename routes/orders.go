@@ -378,18 +378,19 @@ func (o *orderHandlers) update(c *fiber.Ctx) error {
 			return o.gone(c, r, id, err)
 		}
 		// The form again, with what the person typed and the reason.
-		f := newOrderForm(se.Current)
+		cur := se.CurrentOrder()
+		f := newOrderForm(cur)
 		f.fill(in)
-		v := &view{Title: "Edit order " + strconv.FormatInt(id, 10), Nav: "orders", Order: se.Current, Form: f}
+		v := &view{Title: "Edit order " + strconv.FormatInt(id, 10), Nav: "orders", Order: cur, Form: f}
 		status := fiber.StatusUnprocessableEntity
 		if se.Code == store.EINVALID {
 			f.Errors = se.Fields
 		} else {
 			status = fiber.StatusConflict
-			f.Conflict = newConflict(se.Current, in, row)
+			f.Conflict = newConflict(cur, in, row)
 			// Saving again keeps mine, deliberately: the diff above the
 			// form lists what that replaces.
-			f.Version = se.Current.Version
+			f.Version = cur.Version
 			v.Notice = warningNotice("Order " + strconv.FormatInt(id, 10) + " was changed by someone else while you edited it. Nothing of yours is saved yet: compare and choose below.")
 		}
 		if se.Code == store.EINVALID && row {

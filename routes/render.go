@@ -215,7 +215,7 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 	msg := "something went wrong on our side; the request id helps us find it"
 	var (
 		fields  map[string]string
-		current *store.Order
+		current any
 		fe      *fiber.Error
 		se      *store.Error
 	)

@@ -554,7 +554,7 @@ func TestAttackHotRecordVersioned(t *testing.T) {
 				case store.ECONFLICT:
 					conflict.Add(1)
 					var e *store.Error
-					if errors.As(err, &e) && e.Current != nil && e.Current.Notes == note {
+					if errors.As(err, &e) && e.CurrentOrder() != nil && e.CurrentOrder().Notes == note {
 						selfConflict.Add(1)
 					}
 				case store.EUNAVAILABLE:

@@ -22,8 +22,10 @@ type Error struct {
 	Message string
 	// Fields maps a field name ("customer", "items[2][quantity]") to a message.
 	Fields map[string]string
-	// Current is the stored order, set with ECONFLICT and EPRECONDITION.
-	Current *Order
+	// Current is the stored record (an *Order, or another resource's),
+	// set with ECONFLICT and EPRECONDITION, and with EINVALID for a change
+	// to a stored record.
+	Current any
 	// Err is the underlying cause, never shown to a client.
 	Err error
 }
@@ -36,6 +38,12 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// CurrentOrder is Current when it is an order, else nil.
+func (e *Error) CurrentOrder() *Order {
+	o, _ := e.Current.(*Order)
+	return o
+}
 
 // ErrorCode returns the code of an *Error anywhere in err's chain, or EINTERNAL.
 func ErrorCode(err error) string {

@@ -539,7 +539,11 @@ func (s *Store) createAs(ctx context.Context, id int64, o Order) (*Order, error)
 }
 
 func invalid(errs map[string]string, cur *Order) *Error {
-	return &Error{Code: EINVALID, Message: "the order has invalid values", Fields: errs, Current: cur}
+	e := &Error{Code: EINVALID, Message: "the order has invalid values", Fields: errs}
+	if cur != nil {
+		e.Current = cur // never a nil *Order in the interface
+	}
+	return e
 }
 
 // maxRetries bounds how often a write retries after another writer changed

@@ -297,7 +297,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		// A stale version in the body: ECONFLICT with the stored order.
 		_, err := f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Stale"), Version: ptr(int64(3))}, 0)
 		e := wantCode(t, "stale version", err, store.ECONFLICT)
-		if e.Current == nil || e.Current.Version != 5 || e.Current.Customer != "Ada Lovelace" {
+		if cur := e.CurrentOrder(); cur == nil || cur.Version != 5 || cur.Customer != "Ada Lovelace" {
 			t.Errorf("conflict Current: got %+v, want version 5 customer Ada Lovelace", e.Current)
 		}
 		// The current version in the body succeeds.
@@ -307,7 +307,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		// If-Match.
 		_, err = f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Nope")}, 5)
 		e = wantCode(t, "If-Match mismatch", err, store.EPRECONDITION)
-		if e.Current == nil || e.Current.Version != 6 {
+		if cur := e.CurrentOrder(); cur == nil || cur.Version != 6 {
 			t.Errorf("precondition Current: got %+v, want version 6", e.Current)
 		}
 		if u, err = f.s.Update(ctx, o.ID, store.Input{Notes: ptr("matched")}, 6); err != nil || u.Version != 7 {
@@ -345,7 +345,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 
 		err := f.s.Delete(ctx, b.ID, 1, 0)
 		wantCode(t, "Delete with stale If-Match", err, store.EPRECONDITION)
-		if e, ok := err.(*store.Error); !ok || e.Current == nil || len(e.Current.Items) != 1 {
+		if e, ok := err.(*store.Error); !ok || e.CurrentOrder() == nil || len(e.CurrentOrder().Items) != 1 {
 			t.Errorf("Delete 412: Current = %+v, want the stored order with its 1 item", e)
 		}
 		wantCode(t, "Delete with stale body version", f.s.Delete(ctx, b.ID, 0, 1), store.ECONFLICT)
