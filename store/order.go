@@ -220,22 +220,12 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 		if p == nil {
 			return "", false
 		}
-		v, ok := cleanText(*p)
-		switch {
-		case !utf8.ValidString(v):
-			errs[field] = "must be valid UTF-8 text"
-		case !ok:
-			errs[field] = msgBidi
-		case required && v == "":
-			errs[field] = "is required"
-		case utf8.RuneCountInString(v) > max:
-			errs[field] = "must be at most " + strconv.Itoa(max) + " characters"
-		case hasControl(v, newlines):
-			errs[field] = "must not contain control characters"
-		default:
-			return v, true
+		v, msg := checkText(*p, max, required, newlines)
+		if msg != "" {
+			errs[field] = msg
+			return "", false
 		}
-		return "", false
+		return v, true
 	}
 
 	if cur == nil && in.Customer == nil {
@@ -276,10 +266,10 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 	// a request may not ship an order and change its items in one go.
 	frozen := cur != nil && !cur.Status.ItemsEditable()
 	if in.Currency != nil {
-		v := strings.ToUpper(strings.TrimSpace(*in.Currency))
+		v, msg := checkCurrency(*in.Currency)
 		switch {
-		case !currencyRE.MatchString(v):
-			errs["currency"] = "must be a three-letter ISO 4217 code, like USD"
+		case msg != "":
+			errs["currency"] = msg
 		case frozen && v != cur.Currency:
 			errs["currency"] = "cannot change once an order is " + string(cur.Status)
 		default:
@@ -322,27 +312,12 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
 	n := len(errs)
 	var item Item
-	sku, clean := cleanText(it.SKU) // a SKU of only invisible characters is no SKU
-	item.SKU = sku
-	switch {
-	case !clean:
-		errs[itemKey(it.Index, "sku")] = msgBidi
-	case !utf8.ValidString(item.SKU) || len(item.SKU) > MaxSKU || !skuRE.MatchString(item.SKU):
-		errs[itemKey(it.Index, "sku")] = msgSKU
+	var msg string
+	if item.SKU, msg = checkSKU(it.SKU, false); msg != "" {
+		errs[itemKey(it.Index, "sku")] = msg
 	}
-	name, clean := cleanText(it.Name)
-	item.Name = name
-	switch {
-	case !utf8.ValidString(item.Name):
-		errs[itemKey(it.Index, "name")] = "must be valid UTF-8 text"
-	case !clean:
-		errs[itemKey(it.Index, "name")] = msgBidi
-	case item.Name == "":
-		errs[itemKey(it.Index, "name")] = "is required"
-	case utf8.RuneCountInString(item.Name) > MaxItemName:
-		errs[itemKey(it.Index, "name")] = "must be at most " + strconv.Itoa(MaxItemName) + " characters"
-	case hasControl(item.Name, false):
-		errs[itemKey(it.Index, "name")] = "must not contain control characters"
+	if item.Name, msg = checkText(it.Name, MaxItemName, true, false); msg != "" {
+		errs[itemKey(it.Index, "name")] = msg
 	}
 	q := strings.TrimSpace(it.Quantity)
 	if !allDigits(q) || q == "" || len(q) > 9 {
@@ -353,15 +328,65 @@ func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
 			errs[itemKey(it.Index, "quantity")] = msgQuantity
 		}
 	}
-	p := strings.TrimSpace(it.UnitPrice)
-	if m, err := ParseMoney(p); err != nil {
-		errs[itemKey(it.Index, "unit_price")] = err.Error()
-	} else if m > MaxUnitPrice {
-		errs[itemKey(it.Index, "unit_price")] = "must be at most " + MaxUnitPrice.String()
-	} else {
-		item.UnitPrice = m
+	if item.UnitPrice, msg = checkPrice(it.UnitPrice); msg != "" {
+		errs[itemKey(it.Index, "unit_price")] = msg
 	}
 	return item, len(errs) == n
+}
+
+// checkText cleans a text field (cleanText) and checks it: the value, or
+// the message that says what is wrong with it.
+func checkText(raw string, max int, required, newlines bool) (string, string) {
+	v, ok := cleanText(raw)
+	switch {
+	case !utf8.ValidString(v):
+		return "", "must be valid UTF-8 text"
+	case !ok:
+		return "", msgBidi
+	case required && v == "":
+		return "", "is required"
+	case utf8.RuneCountInString(v) > max:
+		return "", "must be at most " + strconv.Itoa(max) + " characters"
+	case hasControl(v, newlines):
+		return "", "must not contain control characters"
+	}
+	return v, ""
+}
+
+// checkSKU cleans and checks a SKU (a SKU of only invisible characters is
+// no SKU).
+func checkSKU(raw string, required bool) (string, string) {
+	v, clean := cleanText(raw)
+	switch {
+	case !clean:
+		return "", msgBidi
+	case required && v == "":
+		return "", "is required"
+	case !utf8.ValidString(v) || len(v) > MaxSKU || !skuRE.MatchString(v):
+		return "", msgSKU
+	}
+	return v, ""
+}
+
+// checkPrice reads a unit price: 0.00 to MaxUnitPrice.
+func checkPrice(raw string) (Money, string) {
+	m, err := ParseMoney(strings.TrimSpace(raw))
+	switch {
+	case err != nil:
+		return 0, err.Error()
+	case m > MaxUnitPrice:
+		return 0, "must be at most " + MaxUnitPrice.String()
+	}
+	return m, ""
+}
+
+// checkCurrency reads a currency code (upper-cased).
+func checkCurrency(raw string) (string, string) {
+	v := strings.ToUpper(strings.TrimSpace(raw))
+	if !currencyRE.MatchString(v) {
+		return "", "must be a three-letter ISO 4217 code, like USD"
+	}
+	return v, ""
 }
 
 // Validate checks in as a new order (cur nil) or as a change to cur, and
