@@ -167,6 +167,12 @@ func orderTerms(o *Order) []string {
 			terms = append(terms, foldTerm(sku))
 		}
 	}
+	return distinctTerms(terms)
+}
+
+// distinctTerms sorts terms and drops each that starts another: whatever
+// finds it finds the longer one, so the record is listed under that.
+func distinctTerms(terms []string) []string {
 	slices.Sort(terms)
 	out := terms[:0]
 	for i, t := range terms {
@@ -191,15 +197,23 @@ func termMember(t string, id int64) string {
 
 // termEntries are o's entries in the term index and the dup sets.
 func (s *Store) termEntries(o *Order, out []ixEntry) []ixEntry {
-	terms := orderTerms(o)
+	return appendTermEntries(out, orderTerms(o), o.ID,
+		func(t string) string { return s.termIndex(t, o.Status) },
+		func(t string, d int) string { return s.dupIndex(t, o.Status, d) })
+}
+
+// appendTermEntries appends the entries of record id's distinct terms
+// (distinctTerms) in the term sets set names and the dup sets dup names
+// (see the top of this file).
+func appendTermEntries(out []ixEntry, terms []string, id int64, set func(t string) string, dup func(t string, depth int) string) []ixEntry {
 	for i, t := range terms {
-		m := termMember(t, o.ID)
-		out = append(out, ixEntry{s.termIndex(t, o.Status), m, 0})
+		m := termMember(t, id)
+		out = append(out, ixEntry{set(t), m, 0})
 		if i == 0 {
 			continue
 		}
 		for d := 1; d <= min(commonPrefix(terms[i-1], t), dupDepth); d++ {
-			out = append(out, ixEntry{s.dupIndex(t, o.Status, d), m, 0})
+			out = append(out, ixEntry{dup(t, d), m, 0})
 		}
 	}
 	return out

@@ -410,7 +410,13 @@ func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []
 					p.ZRem(ctx, e.Key, e.Member)
 				}
 			}
-			for _, e := range want {
+			// Added last first: a term entry comes before its dup entries
+			// (appendTermEntries), and a term entry without them would count
+			// its order twice in a search read between the two; a dup entry
+			// without its term counts it once (pageScript). The removals
+			// above go term first for the same reason.
+			for i := len(want) - 1; i >= 0; i-- {
+				e := want[i]
 				p.ZAdd(ctx, e.Key, redis.Z{Score: e.Score, Member: e.Member})
 			}
 			return nil
