@@ -127,10 +127,10 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/readyz", h.ready)
-	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/orders", fiber.StatusSeeOther) })
+	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
-	o := &orderHandlers{handlers: h}
-	registerResource(app, "/orders", resource{
+	o := &orderHandlers{handlers: h, R: orderResource}
+	registerResource(app, orderResource, resourceHandlers{
 		List:   o.list,
 		New:    o.newForm,
 		Create: o.create,
@@ -138,7 +138,7 @@ func New(cfg Config) (*fiber.App, error) {
 		Edit:   o.editForm,
 		Update: o.update,
 		Delete: o.delete,
-		Views:  map[string]fiber.Handler{"inquiry": o.inquiry},
+		Views:  map[string]handler{"inquiry": o.inquiry},
 	})
 	return app, nil
 }
@@ -178,32 +178,6 @@ func proxyList(list []string) []string {
 	return out
 }
 
-// resource is the set of handlers of one resource (spec rule 5).
-type resource struct {
-	List, New, Create, Show, Edit, Update, Delete fiber.Handler
-	// Views are more representations of the collection, each at path/<name>.
-	Views map[string]fiber.Handler
-}
-
-// registerResource gives a resource its conventional routes: the collection
-// (GET list, POST create), path/new, path/<view>, and the member path/:id
-// (GET, PUT, DELETE) with path/:id/edit. Fixed paths come before the member
-// route, whose id must look like a number, so "new" is never taken for an id;
-// a known path with a wrong method gets 405 with Allow.
-func registerResource(r fiber.Router, path string, res resource) {
-	r.Get(path, res.List)
-	r.Post(path, res.Create)
-	r.Get(path+"/new", res.New)
-	for name, h := range res.Views {
-		r.Get(path+"/"+name, h)
-	}
-	member := path + "/:id<int>"
-	r.Get(member, res.Show)
-	r.Put(member, res.Update)
-	r.Delete(member, res.Delete)
-	r.Get(member+"/edit", res.Edit)
-}
-
 type handlers struct {
 	store *store.Store
 	log   *slog.Logger
@@ -235,8 +209,7 @@ var funcs = template.FuncMap{
 	},
 	"title":    statusTitle,
 	"statuses": func() []store.Status { return store.Statuses },
-	// rowView gives a list row the view a single-row fragment gets.
-	"rowView": func(o store.Order) *view { return &view{Order: &o} },
+	"mainID":   func() string { return mainID },
 	// wbrEmail lets an email address break after "@" and before ".".
 	"wbrEmail": wbrEmail,
 	"actionLabel": func(s store.Status) string {

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gofiber/fiber/v2"
-
 	"orders/store"
 )
 
@@ -38,13 +36,13 @@ type itemForm struct {
 func (it itemForm) Number() int { return it.N + 1 }
 
 func newOrderForm(o *store.Order) *orderForm {
-	f := &orderForm{New: o == nil, Action: "/orders", StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
+	f := &orderForm{New: o == nil, Action: orderResource.Path(), StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
 	f.fields = orderFields
 	pending, usd := string(store.Pending), "USD"
 	f.values = store.Input{Status: &pending, Currency: &usd}
 	if o != nil {
 		f.ID = o.ID
-		f.Action = "/orders/" + strconv.FormatInt(o.ID, 10)
+		f.Action = orderResource.MemberPath(o.ID)
 		f.values = orderInput(o)
 		f.Version = o.Version
 		f.StatusOptions = append([]store.Status{o.Status}, o.Status.Next()...)
@@ -214,16 +212,10 @@ func (f *orderForm) removeRow(n int) {
 // JavaScript: the form's own page, which answers with one row more or less.
 func (f *orderForm) RowsAction() string {
 	if f.New {
-		return "/orders/new"
+		return orderResource.NewPath()
 	}
-	return f.Action + "/edit"
+	return orderResource.EditPath(f.ID)
 }
-
-// formNoStore keeps a form out of every cache, the back/forward cache
-// included: Back after a save (a plain form's 303) fetches the form again
-// with the stored values and version, instead of showing the old ones,
-// which a second save would send as a stale edit.
-func formNoStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
 
 // wbrEmail writes an email address with a line-break opportunity after the
 // "@" and before each ".", so a narrow screen breaks it there and never

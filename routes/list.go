@@ -20,6 +20,8 @@ const dateLayout = "2006-01-02"
 
 // listView is the List or Inquiry page.
 type listView struct {
+	// R is the resource listed: its results' id, its paths.
+	R       *resource
 	Path    string // /orders or /orders/inquiry
 	Inquiry bool
 	Q       string
@@ -116,8 +118,8 @@ func emptyRange(q store.Query) bool {
 }
 
 // newListView builds the view of one page of query q.
-func newListView(path string, inquiry bool, q store.Query, sortAsked bool, page store.Page) *listView {
-	l := &listView{Path: path, Inquiry: inquiry, Q: q.Q, Status: string(q.Status), Sort: q.Sort,
+func newListView(res *resource, path string, inquiry bool, q store.Query, sortAsked bool, page store.Page) *listView {
+	l := &listView{R: res, Path: path, Inquiry: inquiry, Q: q.Q, Status: string(q.Status), Sort: q.Sort,
 		SortAsked: sortAsked, PerPage: q.PerPage, Page: page, EmptyRange: emptyRange(q)}
 	if !q.From.IsZero() {
 		l.DateFrom = q.From.Format(dateLayout)
@@ -216,7 +218,7 @@ func (l *listView) Empty() emptyView {
 	}
 	v := emptyView{Text: text}
 	if !l.Inquiry {
-		v.NewURL, v.NewText = "/orders/new", "Create one"
+		v.NewURL, v.NewText = l.R.NewPath(), "Create one"
 	}
 	return v
 }

@@ -112,10 +112,16 @@ func hxTarget(c *fiber.Ctx) string {
 
 // view is what every template receives.
 type view struct {
+	// R is the resource the page is about (respond sets it): its paths,
+	// target ids and names for the templates (resource.go). Nil on an
+	// error page of no resource.
+	R      *resource
 	Title  string
 	Nav    string  // which navigation entry is current: orders, inquiry, new
 	Notice *notice // a message for the live regions (notice.go)
 
+	// ID is the member a fragment is about when none is stored (row_gone).
+	ID    int64
 	Order *store.Order
 	Form  *orderForm
 	List  *listView
@@ -135,11 +141,18 @@ func (v *view) DocTitle() string {
 	return v.Title + " · Orders"
 }
 
+// Row gives a List row the view a single-row fragment gets.
+func (v *view) Row(o store.Order) *view { return &view{R: v.R, Order: &o} }
+
+// mainID is the id of the layout's main element, where a page-sized htmx
+// swap goes; the templates have it as {{mainID}}.
+const mainID = "main"
+
 // titleSwap reports whether an htmx request swaps a page-sized part: the
-// main element, the List or Inquiry results, or (no HX-Target) the body.
-func titleSwap(c *fiber.Ctx) bool {
-	switch hxTarget(c) {
-	case "main", targetResults:
+// main element, the resource's results, or (no HX-Target) the body.
+func titleSwap(c *fiber.Ctx, res *resource) bool {
+	switch t := hxTarget(c); {
+	case t == mainID, res != nil && t == res.ResultsID():
 		return true
 	}
 	return c.Get("HX-Target") == ""
@@ -149,28 +162,6 @@ type errorView struct {
 	Status    int
 	Message   string
 	RequestID string
-}
-
-// renderAs answers in representation r (negotiate): JSON body data, or the
-// partial as a fragment, or the partial inside the layout.
-func renderAs(c *fiber.Ctx, r repr, status int, partial string, v *view, data any) error {
-	if len(c.Response().Header.Peek(fiber.HeaderCacheControl)) == 0 {
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-	}
-	switch r {
-	case reprJSON:
-		return sendJSON(c, status, data)
-	case reprFragment:
-		v.TitleSwap = titleSwap(c)
-		c.Status(status)
-		return c.Render(partial, v, layoutBare)
-	default:
-		if v.Notice == nil {
-			v.Notice = takeFlash(c)
-		}
-		c.Status(status)
-		return c.Render(partial, v, layoutPage)
-	}
 }
 
 func sendJSON(c *fiber.Ctx, status int, data any) error {
@@ -261,31 +252,29 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 	} else if status == fiber.StatusServiceUnavailable {
 		h.log.Warn("redis unavailable", "err", err, "request_id", requestIDOf(c))
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
 	r, nerr := negotiate(c)
 	if nerr != nil {
 		// Neither HTML nor JSON is acceptable: plain text is all that is left.
+		c.Set(fiber.HeaderCacheControl, noStore)
 		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 		return c.Status(status).SendString(msg + "\n")
 	}
-	if r == reprJSON {
-		body := fiber.Map{"error": msg, "request_id": requestIDOf(c)}
-		if fields != nil {
-			body["errors"] = fields
-		}
-		if current != nil {
-			body["current"] = current
-		}
-		return sendJSON(c, status, body)
+	body := fiber.Map{"error": msg, "request_id": requestIDOf(c)}
+	if fields != nil {
+		body["errors"] = fields
 	}
-	v := &view{Title: errorTitle(status), Error: &errorView{Status: status, Message: msg, RequestID: requestIDOf(c)}}
+	if current != nil {
+		body["current"] = current
+	}
+	out := &response{Status: status, CacheControl: noStore, Partial: partialError, JSON: body,
+		View: &view{Title: errorTitle(status), Error: &errorView{Status: status, Message: msg, RequestID: requestIDOf(c)}}}
 	if r == reprFragment {
 		// htmx swaps the error wherever the request aimed (or, for a row's
 		// delete, nowhere): the alert region says it, and replaces any
-		// earlier notice.
-		v.Notice = errorNotice(sentence(msg))
+		// earlier notice. A page says it once, in its body.
+		out.Notice = errorNotice(sentence(msg))
 	}
-	return renderAs(c, r, status, "partials/error", v, nil)
+	return respond(c, r, nil, out)
 }
 
 // sentence starts msg with a capital letter and ends it with a full stop.

@@ -1,0 +1,238 @@
+package routes
+
+// A resource as a value (spec rule 5; issue 10, findings 1 and 2).
+//
+// What a resource provides:
+//
+//   - a description: a *resource with its Name ("order"), Plural ("orders"),
+//     Title ("Order") and ETagPrefix ("o"). Everything else is derived from
+//     these four, in this file only: the paths (/orders, /orders/new,
+//     /orders/<id>, /orders/<id>/edit, /orders/<view>), the id of a path
+//     (store.ParseID; anything else is a 404 that names the resource), the
+//     ETags and their reading (If-Match, If-None-Match), the ids htmx
+//     targets (order-results, order-row-<id>), the event that makes the
+//     results fetch their page again (orders-changed), the edit form's id
+//     (order-edit) and the names of its partials (partials/orders/<name>);
+//   - its handlers, each a handler: it reads the request and returns a
+//     *response that says what the outcome is (status, partial and view,
+//     JSON body, where the outcome lives, the notice), never how it is
+//     written (response.go);
+//   - its templates under partials/<plural>/: at least show, form, list,
+//     list_results, row, row_edit, row_gone, delete; they reach the
+//     description as .R (view.R, listView.R);
+//   - one registration in New: registerResource(app, h, desc, handlers).
+//
+// What it gets for free:
+//
+//   - the conventional routes, fixed paths before the member route, 405
+//     with Allow on a known path (registerResource);
+//   - content negotiation before any work (406), and one responder for
+//     every outcome (respond): the full page (layout, flash notice), the
+//     htmx fragment (bare layout, both notice regions, the document title
+//     of a page-sized swap, HX-Push-Url / HX-Replace-Url / HX-Location /
+//     HX-Trigger), JSON (charset, Location), the plain form's 303 with the
+//     notice as a flash cookie, Cache-Control, ETag and 304;
+//   - errors in the representation asked for (errorHandler, through the
+//     same responder), and a member that is gone (gone.go): the row that
+//     says so for an inline row, a 404 that names the resource elsewhere;
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// resource describes one resource: its names, from which every path, id,
+// ETag and partial name of it is made.
+type resource struct {
+	// Name is the singular in lower case: "order". Element ids start with it.
+	Name string
+	// Plural names the collection: its path (/orders), its partials'
+	// folder (partials/orders/) and its change event (orders-changed).
+	Plural string
+	// Title is the singular as a sentence starts with it: "Order 7 saved."
+	Title string
+	// ETagPrefix starts the ETags of its members: "o" in "o7v3-page".
+	ETagPrefix string
+}
+
+// orderResource is the order resource (CONTRACT §1–§4).
+var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o"}
+
+// Path is the collection's path: /orders.
+func (r *resource) Path() string { return "/" + r.Plural }
+
+// NewPath is the creation form's path: /orders/new.
+func (r *resource) NewPath() string { return r.Path() + "/new" }
+
+// ViewPath is the path of another view of the collection: /orders/inquiry.
+func (r *resource) ViewPath(name string) string { return r.Path() + "/" + name }
+
+// MemberPath is a member's path: /orders/7.
+func (r *resource) MemberPath(id int64) string { return r.Path() + "/" + strconv.FormatInt(id, 10) }
+
+// EditPath is a member's edit form: /orders/7/edit.
+func (r *resource) EditPath(id int64) string { return r.MemberPath(id) + "/edit" }
+
+// ResultsID is the id of the element that holds the List's table and pager
+// (or the Inquiry's list): an HX-Target the collection answers with that
+// part only.
+func (r *resource) ResultsID() string { return r.Name + "-results" }
+
+// RowID is the id of a member's List row: an HX-Target the member answers
+// with the row (GET, PUT), its inline form (GET edit) or nothing (DELETE).
+func (r *resource) RowID(id int64) string { return r.Name + "-row-" + strconv.FormatInt(id, 10) }
+
+// FormID is the id of the New and Edit form (a 409's "Save mine" submits it).
+func (r *resource) FormID() string { return r.Name + "-edit" }
+
+// ChangedEvent makes the results fetch their page again (their hx-trigger).
+func (r *resource) ChangedEvent() string { return r.Plural + "-changed" }
+
+// changedTrigger is the HX-Trigger that sends ChangedEvent to the results.
+func (r *resource) changedTrigger() string {
+	return `{"` + r.ChangedEvent() + `": {"target": "#` + r.ResultsID() + `"}}`
+}
+
+// Partial is the name of one of the resource's templates: partials/orders/row.
+func (r *resource) Partial(name string) string { return "partials/" + r.Plural + "/" + name }
+
+// Named is the resource and an id as a sentence says it: "Order 7".
+func (r *resource) Named(id int64) string { return r.Title + " " + strconv.FormatInt(id, 10) }
+
+// parseID reads the :id path parameter; a malformed id is not found.
+func (r *resource) parseID(c *fiber.Ctx) (int64, error) {
+	raw := c.Params("id")
+	id, ok := store.ParseID(raw)
+	if !ok {
+		return 0, store.Errorf(store.ENOTFOUND, "there is no %s %q", r.Name, raw)
+	}
+	return id, nil
+}
+
+// target returns the id htmx swaps into, for a fragment ("" otherwise).
+func target(c *fiber.Ctx, rp repr) string {
+	if rp != reprFragment {
+		return ""
+	}
+	return hxTarget(c)
+}
+
+// isRow reports whether the request is a fragment for member id's List row.
+func (r *resource) isRow(c *fiber.Ctx, rp repr, id int64) bool {
+	return target(c, rp) == r.RowID(id)
+}
+
+// etag names a member's version and the representation (part narrows it:
+// "row", "delete"); any ETag of the current version satisfies If-Match and
+// If-None-Match.
+func (r *resource) etag(id, version int64, rp repr, part string) string {
+	kind := [...]string{"page", "fragment", "json"}[rp]
+	if part != "" {
+		kind += "-" + part
+	}
+	return `"` + r.ETagPrefix + strconv.FormatInt(id, 10) + "v" + strconv.FormatInt(version, 10) + "-" + kind + `"`
+}
+
+// etagVersions returns the versions of member id named in an If-Match or
+// If-None-Match header, and whether it was "*".
+func (r *resource) etagVersions(header string, id int64) (versions []int64, any bool) {
+	prefix := r.ETagPrefix + strconv.FormatInt(id, 10) + "v"
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" {
+			any = true
+			continue
+		}
+		t = strings.TrimPrefix(t, "W/")
+		t = strings.Trim(t, `"`)
+		if !strings.HasPrefix(t, prefix) {
+			continue
+		}
+		rest := t[len(prefix):]
+		if i := strings.IndexByte(rest, '-'); i > 0 {
+			rest = rest[:i]
+		}
+		if v, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			versions = append(versions, v)
+		}
+	}
+	return versions, any
+}
+
+// notModified reports whether If-None-Match names the member's version.
+func (r *resource) notModified(c *fiber.Ctx, id, version int64) bool {
+	inm := c.Get(fiber.HeaderIfNoneMatch)
+	if inm == "" {
+		return false
+	}
+	versions, star := r.etagVersions(inm, id)
+	for _, v := range versions {
+		star = star || v == version
+	}
+	return star
+}
+
+// ifMatch reads If-Match for member id: 0 when absent or "*", -1 when it
+// names no version of this member (it can never match).
+func (r *resource) ifMatch(c *fiber.Ctx, id int64) int64 {
+	h := c.Get(fiber.HeaderIfMatch)
+	if h == "" {
+		return 0
+	}
+	versions, star := r.etagVersions(h, id)
+	if star {
+		return 0
+	}
+	if len(versions) == 0 {
+		return -1
+	}
+	return versions[0]
+}
+
+// handler serves one route of a resource in representation rp (negotiated
+// before it runs): it returns what the outcome is, and respond writes it.
+type handler func(c *fiber.Ctx, rp repr) (*response, error)
+
+// resourceHandlers are the handlers of one resource (spec rule 5).
+type resourceHandlers struct {
+	List, New, Create, Show, Edit, Update, Delete handler
+	// Views are more representations of the collection, each at path/<name>.
+	Views map[string]handler
+}
+
+// registerResource gives a resource its conventional routes: the collection
+// (GET list, POST create), path/new, path/<view>, and the member path/:id
+// (GET, PUT, DELETE) with path/:id/edit. Fixed paths come before the member
+// route, whose id must look like a number, so "new" is never taken for an id;
+// a known path with a wrong method gets 405 with Allow.
+func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
+	serve := func(fn handler) fiber.Handler {
+		return func(c *fiber.Ctx) error {
+			rp, err := negotiate(c) // 406 before any work
+			if err != nil {
+				return err
+			}
+			out, err := fn(c, rp)
+			if err != nil {
+				return err
+			}
+			return respond(c, rp, res, out)
+		}
+	}
+	path := res.Path()
+	app.Get(path, serve(hs.List))
+	app.Post(path, serve(hs.Create))
+	app.Get(res.NewPath(), serve(hs.New))
+	for name, h := range hs.Views {
+		app.Get(res.ViewPath(name), serve(h))
+	}
+	member := path + "/:id<int>"
+	app.Get(member, serve(hs.Show))
+	app.Put(member, serve(hs.Update))
+	app.Delete(member, serve(hs.Delete))
+	app.Get(member+"/edit", serve(hs.Edit))
+}
