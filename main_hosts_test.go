@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"io"
-	"net/http"
+	"orders/testutil"
 	"slices"
 	"strings"
 	"testing"
@@ -30,16 +30,8 @@ func TestHostsAndProxiesFlags(t *testing.T) {
 	base, stop := startRun(t, "-data", "", "-hosts", "orders.test")
 	defer stop()
 	for host, want := range map[string]int{"orders.test": 200, "ORDERS.TEST": 200, "localhost": 200, "r.evil.test": 421} {
-		req, _ := http.NewRequest("GET", base+"/orders", nil)
-		req.Host = host
-		req.Header.Set("Accept", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET /orders with Host %s: %d, want %d", host, resp.StatusCode, want)
+		if got := testutil.Over(base).Get(t, "/orders", testutil.HJSON.With(testutil.H{"Host": host})).Status; got != want {
+			t.Errorf("GET /orders with Host %s: %d, want %d", host, got, want)
 		}
 	}
 

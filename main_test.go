@@ -24,16 +24,13 @@ import (
 
 // logWriter collects run's log and reports the address it serves on.
 type logWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
+	buf  testutil.SyncBuffer
 	addr chan string
 }
 
 var servingRE = regexp.MustCompile(`url=http://([^/\s]+)/orders`)
 
 func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.buf.Write(p)
 	if m := servingRE.FindSubmatch(p); m != nil {
 		select {
@@ -83,38 +80,21 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 
 func createOrder(t *testing.T, base, customer string) int64 {
 	t.Helper()
-	body := `{"customer":"` + customer + `","items":[{"name":"Mug","quantity":3,"unit_price":"0.10"}]}`
-	req, _ := http.NewRequest("POST", base+"/orders", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	body := map[string]any{"customer": customer, "items": []any{map[string]any{"name": "Mug", "quantity": 3, "unit_price": "0.10"}}}
 	var o struct {
 		ID    int64  `json:"id"`
 		Total string `json:"total"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil || resp.StatusCode != 201 {
-		t.Fatalf("create: status %d, err %v; want 201 and an order", resp.StatusCode, err)
-	}
+	testutil.Over(base).Do(t, http.MethodPost, "/orders", testutil.JSON(body), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
 	if o.Total != "0.30" {
 		t.Errorf("total = %q, want 0.30", o.Total)
 	}
 	return o.ID
 }
 
-func getStatus(t *testing.T, url string) int {
+func getStatus(t *testing.T, base, path string) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return testutil.Over(base).Get(t, path, testutil.HJSON).Status
 }
 
 // TestRunKeepsOrdersAcrossRestarts starts the program on the embedded store,
@@ -123,7 +103,7 @@ func getStatus(t *testing.T, url string) int {
 func TestRunKeepsOrdersAcrossRestarts(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "orders.json")
 	base, stop := startRun(t, "-data", data)
-	if got := getStatus(t, base+"/readyz"); got != 200 {
+	if got := getStatus(t, base, "/readyz"); got != 200 {
 		t.Errorf("/readyz = %d, want 200", got)
 	}
 	id := createOrder(t, base, "Ada Lovelace")
@@ -136,7 +116,7 @@ func TestRunKeepsOrdersAcrossRestarts(t *testing.T) {
 
 	base, stop = startRun(t, "-data", data)
 	defer stop()
-	if got := getStatus(t, base+"/orders/1"); got != 200 || id != 1 {
+	if got := getStatus(t, base, "/orders/1"); got != 200 || id != 1 {
 		t.Errorf("after restart GET /orders/%d = %d, want 200", id, got)
 	}
 	// Ids are never reused: the counter came back too.
@@ -184,7 +164,7 @@ func TestRunSeeds(t *testing.T) {
 	}
 	base, stop = startRun(t, "-data", data, "-seed", "30")
 	defer stop()
-	if got := getStatus(t, base+"/orders/31"); got != 404 {
+	if got := getStatus(t, base, "/orders/31"); got != 404 {
 		t.Errorf("a second start with -seed 30 created order 31 (GET = %d); want no seeding of a non-empty store", got)
 	}
 }
@@ -254,14 +234,8 @@ func TestRepairFlagFixesTheIndexes(t *testing.T) {
 	}
 	base, stop := startRun(t, "-data", data)
 	defer stop()
-	resp, err := http.Get(base + "/orders?q=ada")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "Ada Lovelace") {
-		t.Errorf("after the repair, a search for ada does not list order 1:\n%s", body)
+	if r := testutil.Over(base).Get(t, "/orders?q=ada", testutil.HPage); !strings.Contains(r.Body, "Ada Lovelace") {
+		t.Errorf("after the repair, a search for ada does not list order 1: %d\n%s", r.Status, testutil.Snippet(r.Body))
 	}
 }
 
@@ -366,14 +340,8 @@ func TestStartUpgradesAnOldLayout(t *testing.T) {
 		{"/orders?status=pending", "Ada Lovelace"},
 		{"/orders?q=lovelace&status=pending", "Ada Lovelace"},
 	} {
-		resp, err := http.Get(base + c.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), c.want) {
-			t.Errorf("GET %s after the upgrade: %d, want %q listed", c.url, resp.StatusCode, c.want)
+		if r := testutil.Over(base).Get(t, c.url, testutil.HPage); r.Status != http.StatusOK || !strings.Contains(r.Body, c.want) {
+			t.Errorf("GET %s after the upgrade: %d, want %q listed", c.url, r.Status, c.want)
 		}
 	}
 	stop()

@@ -1,45 +1,23 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"html"
-	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
+	"orders/testutil"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 )
 
-// send runs one request through app.Test with no time limit (PITFALLS).
-func send(t testing.TB, app *fiber.App, method, target, ctype string, body []byte, h H) *resp {
+// send runs one request through app.Test (testutil.InProcess).
+func send(t testing.TB, app *fiber.App, method, target, ctype string, body []byte, h testutil.H) *testutil.Resp {
 	t.Helper()
-	req := httptest.NewRequest(method, target, bytes.NewReader(body))
-	if body == nil {
-		req = httptest.NewRequest(method, target, nil)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	start := time.Now()
-	res, err := app.Test(req, -1)
-	if err != nil {
-		t.Fatalf("%s %s (Content-Type %q, body %s): app.Test: %v", method, target, ctype, snippet(body), err)
-	}
-	defer res.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(res.Body)
-	return &resp{what: method + " " + target, status: res.StatusCode, header: res.Header, body: b.Bytes(), took: time.Since(start)}
+	return testutil.InProcess(app).Do(t, method, target, testutil.Body{Type: ctype, Data: body}, h)
 }
 
 const (
@@ -47,27 +25,13 @@ const (
 	ctForm = "application/x-www-form-urlencoded"
 )
 
-// formOf encodes key, value pairs in order; values are escaped, keys too.
-func formOf(kv ...string) []byte {
-	var b strings.Builder
-	for i := 0; i < len(kv); i += 2 {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(url.QueryEscape(kv[i]) + "=" + url.QueryEscape(kv[i+1]))
-	}
-	return []byte(b.String())
-}
+// formOf encodes key, value pairs in order (testutil.Form).
+func formOf(kv ...string) []byte { return testutil.Form(kv...).Data }
 
-// multipartOf encodes key, value pairs as multipart/form-data.
+// multipartOf encodes key, value pairs as multipart/form-data (testutil.Multipart).
 func multipartOf(kv ...string) (string, []byte) {
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	for i := 0; i < len(kv); i += 2 {
-		_ = w.WriteField(kv[i], kv[i+1])
-	}
-	_ = w.Close()
-	return w.FormDataContentType(), buf.Bytes()
+	b := testutil.Multipart(kv...)
+	return b.Type, b.Data
 }
 
 func item(name string, qty, price any) map[string]any {
@@ -98,7 +62,7 @@ type badCase struct {
 	body                      []byte
 	want                      int
 	msg                       string
-	h                         H // extra headers
+	h                         testutil.H // extra headers
 }
 
 func badCases() []badCase {
@@ -220,9 +184,9 @@ func badCases() []badCase {
 	}
 	ju("a stale version", map[string]any{"customer": "V", "version": 99}, 409, "")
 	add(badCase{name: "PUT If-Match of another order", method: http.MethodPut, path: "/orders/1", ctype: ctJSON,
-		body: jsonOf(map[string]any{"customer": "V"}), want: 412, h: H{"If-Match": `"o2v1-json"`}})
+		body: jsonOf(map[string]any{"customer": "V"}), want: 412, h: testutil.H{"If-Match": `"o2v1-json"`}})
 	add(badCase{name: "PUT If-Match garbage", method: http.MethodPut, path: "/orders/1", ctype: ctJSON,
-		body: jsonOf(map[string]any{"customer": "V"}), want: 412, h: H{"If-Match": "garbage"}})
+		body: jsonOf(map[string]any{"customer": "V"}), want: 412, h: testutil.H{"If-Match": "garbage"}})
 
 	// Invalid values of the right type.
 	ju("status from pending to delivered", map[string]any{"status": "delivered"}, 422, "cannot change status")
@@ -277,21 +241,21 @@ func badCases() []badCase {
 
 // checkMessage checks a 4xx answer is in the representation asked for and
 // says what is wrong.
-func checkMessage(t *testing.T, what string, r *resp, wantJSON bool, msg string) {
+func checkMessage(t *testing.T, what string, r *testutil.Resp, wantJSON bool, msg string) {
 	t.Helper()
-	ct := r.header.Get("Content-Type")
-	body := string(r.body)
+	ct := r.Header.Get("Content-Type")
+	body := r.Body
 	if wantJSON {
 		var e struct {
 			Error  string            `json:"error"`
 			Errors map[string]string `json:"errors"`
 		}
-		if !strings.HasPrefix(ct, "application/json") || json.Unmarshal(r.body, &e) != nil || e.Error == "" {
-			t.Errorf("%s: got %d with Content-Type %q and body %s, want JSON with an \"error\"", what, r.status, ct, snippet(r.body))
+		if !strings.HasPrefix(ct, "application/json") || r.Decode(&e) != nil || e.Error == "" {
+			t.Errorf("%s: got %d with Content-Type %q and body %s, want JSON with an \"error\"", what, r.Status, ct, testutil.Snippet(r.Body))
 			return
 		}
-		if r.status == 422 && len(e.Errors) == 0 {
-			t.Errorf("%s: 422 without \"errors\": %s", what, snippet(r.body))
+		if r.Status == 422 && len(e.Errors) == 0 {
+			t.Errorf("%s: 422 without \"errors\": %s", what, testutil.Snippet(r.Body))
 		}
 		body = e.Error
 		for k, v := range e.Errors {
@@ -299,18 +263,18 @@ func checkMessage(t *testing.T, what string, r *resp, wantJSON bool, msg string)
 		}
 	} else {
 		if !strings.HasPrefix(ct, "text/html") {
-			t.Errorf("%s: got %d with Content-Type %q, want text/html; body %s", what, r.status, ct, snippet(r.body))
+			t.Errorf("%s: got %d with Content-Type %q, want text/html; body %s", what, r.Status, ct, testutil.Snippet(r.Body))
 			return
 		}
 		shown := strings.Contains(body, `id="error"`) || strings.Contains(body, `class="error-text"`) ||
 			strings.Contains(body, `<div class="notice notice-`) || strings.Contains(body, `<hx-partial hx-target="#notice"`)
 		if !shown {
-			t.Errorf("%s: got %d, but the HTML shows no message (no error section, field error or notice): %s", what, r.status, snippet(r.body))
+			t.Errorf("%s: got %d, but the HTML shows no message (no error section, field error or notice): %s", what, r.Status, testutil.Snippet(r.Body))
 		}
 		body = html.UnescapeString(body)
 	}
 	if msg != "" && !strings.Contains(body, msg) {
-		t.Errorf("%s: got %d with message %s, want it to mention %q", what, r.status, snippet([]byte(body)), msg)
+		t.Errorf("%s: got %d with message %s, want it to mention %q", what, r.Status, testutil.Snippet(body), msg)
 	}
 }
 
@@ -323,32 +287,32 @@ func TestBadInput(t *testing.T) {
 	app := inProcess(t, rdb)
 
 	send(t, app, http.MethodPost, "/orders", ctJSON,
-		jsonOf(map[string]any{"customer": "Existing", "items": []any{item("Cup", 2, "3.50")}}), hJSON).wantStatus(t, 201)
+		jsonOf(map[string]any{"customer": "Existing", "items": []any{item("Cup", 2, "3.50")}}), testutil.HJSON).WantStatus(t, 201)
 	before := mr.Dump()
 
 	tried, changed, perStatus := 0, 0, map[int]int{}
 	for _, c := range badCases() {
 		for _, rep := range []struct {
 			name string
-			h    H
+			h    testutil.H
 			json bool
-		}{{"json", hJSON, true}, {"page", hPage, false}, {"htmx", hHX.with(H{"HX-Target": "main#main"}), false}} {
+		}{{"json", testutil.HJSON, true}, {"page", testutil.HPage, false}, {"htmx", testutil.HHX.With(testutil.H{"HX-Target": "main#main"}), false}} {
 			what := fmt.Sprintf("%s (%s)", c.name, rep.name)
-			r := send(t, app, c.method, c.path, c.ctype, c.body, rep.h.with(c.h))
+			r := send(t, app, c.method, c.path, c.ctype, c.body, rep.h.With(c.h))
 			tried++
-			perStatus[r.status]++
+			perStatus[r.Status]++
 			switch {
-			case r.status >= 500:
-				t.Errorf("%s: got %d, want 4xx; body %s", what, r.status, snippet(r.body))
-			case c.want != 0 && r.status != c.want:
-				t.Errorf("%s: got %d, want %d; body %s", what, r.status, c.want, snippet(r.body))
-			case c.want == 0 && (r.status < 400 || r.status > 499):
-				t.Errorf("%s: got %d, want 4xx; body %s", what, r.status, snippet(r.body))
+			case r.Status >= 500:
+				t.Errorf("%s: got %d, want 4xx; body %s", what, r.Status, testutil.Snippet(r.Body))
+			case c.want != 0 && r.Status != c.want:
+				t.Errorf("%s: got %d, want %d; body %s", what, r.Status, c.want, testutil.Snippet(r.Body))
+			case c.want == 0 && (r.Status < 400 || r.Status > 499):
+				t.Errorf("%s: got %d, want 4xx; body %s", what, r.Status, testutil.Snippet(r.Body))
 			default:
 				checkMessage(t, what, r, rep.json, c.msg)
 			}
 			if after := mr.Dump(); after != before {
-				t.Errorf("%s: answered %d but Redis changed; now it holds:\n%s", what, r.status, tail(after, 30))
+				t.Errorf("%s: answered %d but Redis changed; now it holds:\n%s", what, r.Status, tail(after, 30))
 				before = after
 				changed++
 			}
@@ -359,9 +323,9 @@ func TestBadInput(t *testing.T) {
 	}
 	// And through the API: one order, still at version 1.
 	var l listJSON
-	send(t, app, http.MethodGet, "/orders", "", nil, hJSON).wantStatus(t, 200).decode(t, &l)
+	send(t, app, http.MethodGet, "/orders", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &l)
 	var o orderJSON
-	send(t, app, http.MethodGet, "/orders/1", "", nil, hJSON).wantStatus(t, 200).decode(t, &o)
+	send(t, app, http.MethodGet, "/orders/1", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &o)
 	if l.Total != 1 || o.Version != 1 || o.Customer != "Existing" || len(o.Items) != 1 {
 		t.Fatalf("after the malformed requests: %d orders, order 1 at version %d named %q with %d items; want 1 order, version 1, \"Existing\", 1 item",
 			l.Total, o.Version, o.Customer, len(o.Items))
@@ -374,7 +338,7 @@ func TestBadInput(t *testing.T) {
 // binary on its embedded store.
 func TestBadInputOverHTTP(t *testing.T) {
 	app := startApp(t, "")
-	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Existing"}), hJSON).wantStatus(t, 201)
+	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Existing"}), testutil.HJSON).WantStatus(t, 201)
 	five := strings.Repeat("x", 5<<20)
 	mpCT, mpBig := multipartOf("customer", "Big", "notes", five)
 	cases := []badCase{
@@ -394,9 +358,9 @@ func TestBadInputOverHTTP(t *testing.T) {
 	for _, c := range cases {
 		for _, rep := range []struct {
 			name string
-			h    H
+			h    testutil.H
 			json bool
-		}{{"json", hJSON, true}, {"page", hPage, false}} {
+		}{{"json", testutil.HJSON, true}, {"page", testutil.HPage, false}} {
 			what := fmt.Sprintf("%s (%s)", c.name, rep.name)
 			r, err := call(app.base, c.method, c.path, c.ctype, c.body, rep.h)
 			tried++
@@ -412,22 +376,22 @@ func TestBadInputOverHTTP(t *testing.T) {
 				t.Errorf("%s: %v, want a %d answer", what, err, c.want)
 				continue
 			}
-			if r.status != c.want {
-				t.Errorf("%s: got %d, want %d; body %s", what, r.status, c.want, snippet(r.body))
+			if r.Status != c.want {
+				t.Errorf("%s: got %d, want %d; body %s", what, r.Status, c.want, testutil.Snippet(r.Body))
 				continue
 			}
 			checkMessage(t, what, r, rep.json, c.msg)
 			for _, leak := range []string{"NextPart", "fasthttp", "EOF", "multipart: "} {
-				if strings.Contains(string(r.body), leak) {
-					t.Errorf("%s: the message shows internals (%q): %s", what, leak, snippet(r.body))
+				if strings.Contains(r.Body, leak) {
+					t.Errorf("%s: the message shows internals (%q): %s", what, leak, testutil.Snippet(r.Body))
 				}
 			}
 		}
 	}
 	var l listJSON
-	mustCall(t, app.base, http.MethodGet, "/orders", "", nil, hJSON).wantStatus(t, 200).decode(t, &l)
+	mustCall(t, app.base, http.MethodGet, "/orders", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &l)
 	var o orderJSON
-	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, hJSON).wantStatus(t, 200).decode(t, &o)
+	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &o)
 	if l.Total != 1 || o.Version != 1 || o.Customer != "Existing" {
 		t.Fatalf("after the malformed requests: %d orders, order 1 at version %d named %q; want 1 order at version 1 named \"Existing\"", l.Total, o.Version, o.Customer)
 	}

@@ -1,11 +1,11 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"orders/testutil"
 	"os"
 	"os/exec"
 	"sort"
@@ -134,22 +134,22 @@ func chaosItems(rnd *rand.Rand) []map[string]any {
 
 func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 	path := func(id int64) string { return "/orders/" + strconv.FormatInt(id, 10) }
-	put := func(id int64, v map[string]any) (*resp, error) {
-		return call(base, http.MethodPut, path(id), "application/json", jsonOf(v), hJSON)
+	put := func(id int64, v map[string]any) (*testutil.Resp, error) {
+		return call(base, http.MethodPut, path(id), "application/json", jsonOf(v), testutil.HJSON)
 	}
 	// ackOf(kind) records the outcome of a write of that kind; it reports
 	// whether it was acknowledged.
-	ackOf := func(kind string) func(r *resp, err error) bool {
-		return func(r *resp, err error) bool {
-			if err != nil || r.status >= 500 {
+	ackOf := func(kind string) func(r *testutil.Resp, err error) bool {
+		return func(r *testutil.Resp, err error) bool {
+			if err != nil || r.Status >= 500 {
 				a.count("unknown")
 				return false
 			}
-			switch r.status {
+			switch r.Status {
 			case http.StatusOK, http.StatusCreated:
 				var o orderJSON
-				if err := json.Unmarshal(r.body, &o); err != nil || o.ID <= 0 {
-					a.problem("bad body", "%s answered %d with %s", r.what, r.status, snippet(r.body))
+				if err := r.Decode(&o); err != nil || o.ID <= 0 {
+					a.problem("bad body", "%s answered %d with %s", r.What, r.Status, testutil.Snippet(r.Body))
 					return false
 				}
 				a.ack(o)
@@ -158,7 +158,7 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 			case http.StatusConflict:
 				a.count("409")
 			default:
-				a.count(strconv.Itoa(r.status))
+				a.count(strconv.Itoa(r.Status))
 			}
 			return false
 		}
@@ -167,10 +167,10 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 	op := rnd.IntN(100)
 	if id == 0 || op < 20 {
 		r, err := call(base, http.MethodPost, "/orders", "application/json",
-			jsonOf(map[string]any{"customer": chaosName("K", rnd, w, i), "items": chaosItems(rnd)}), hJSON)
+			jsonOf(map[string]any{"customer": chaosName("K", rnd, w, i), "items": chaosItems(rnd)}), testutil.HJSON)
 		if ackOf("created")(r, err) {
 			var o orderJSON
-			_ = json.Unmarshal(r.body, &o)
+			_ = r.Decode(&o)
 			a.mu.Lock()
 			a.hot = append(a.hot, o.ID)
 			if len(a.hot) > 40 {
@@ -180,12 +180,12 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 		}
 		return
 	}
-	cur, err := call(base, http.MethodGet, path(id), "", nil, hJSON)
-	if err != nil || cur.status != http.StatusOK {
+	cur, err := call(base, http.MethodGet, path(id), "", nil, testutil.HJSON)
+	if err != nil || cur.Status != http.StatusOK {
 		return
 	}
 	var o orderJSON
-	if json.Unmarshal(cur.body, &o) != nil {
+	if cur.Decode(&o) != nil {
 		return
 	}
 	switch {
@@ -207,8 +207,8 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 			return
 		}
 		r, err := put(id, map[string]any{"notes": fmt.Sprintf("stale %d/%d", w, i), "version": o.Version - 1})
-		if err == nil && r.status < 300 {
-			a.problem("stale accepted", "PUT order %d with version %d (it was at v%d) answered %d", id, o.Version-1, o.Version, r.status)
+		if err == nil && r.Status < 300 {
+			a.problem("stale accepted", "PUT order %d with version %d (it was at v%d) answered %d", id, o.Version-1, o.Version, r.Status)
 			return
 		}
 		ackOf("updated")(r, err)
@@ -223,22 +223,22 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 		var delWon bool
 		go func() {
 			defer wg.Done()
-			r, err := call(base, http.MethodDelete, path(id)+"?version="+strconv.FormatInt(o.Version, 10), "", nil, hJSON)
+			r, err := call(base, http.MethodDelete, path(id)+"?version="+strconv.FormatInt(o.Version, 10), "", nil, testutil.HJSON)
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			switch {
-			case err != nil || r.status >= 500:
+			case err != nil || r.Status >= 500:
 				a.maybeGone[id] = true
 				a.counts["unknown"]++
-			case r.status == http.StatusNoContent:
+			case r.Status == http.StatusNoContent:
 				delWon = true
 				a.deleted[id] = o.Customer
 				delete(a.orders, id)
 				a.counts["deleted"]++
-			case r.status == http.StatusConflict:
+			case r.Status == http.StatusConflict:
 				a.counts["409"]++
 			default:
-				a.counts[strconv.Itoa(r.status)]++
+				a.counts[strconv.Itoa(r.Status)]++
 			}
 		}()
 		wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"orders/testutil"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,9 +16,9 @@ const writers = 20
 
 // race sends n requests at once (all goroutines released together) and
 // returns the responses in the order of their index.
-func race(t *testing.T, n int, send func(i int) (*resp, error)) []*resp {
+func race(t *testing.T, n int, send func(i int) (*testutil.Resp, error)) []*testutil.Resp {
 	t.Helper()
-	out := make([]*resp, n)
+	out := make([]*testutil.Resp, n)
 	errs := make([]error, n)
 	var ready, done sync.WaitGroup
 	gate := make(chan struct{})
@@ -60,10 +61,10 @@ func watchCalls(t *testing.T, rs *redisServer) int64 {
 	return 0
 }
 
-func tally(rs []*resp) map[int]int {
+func tally(rs []*testutil.Resp) map[int]int {
 	m := map[int]int{}
 	for _, r := range rs {
-		m[r.status]++
+		m[r.Status]++
 	}
 	return m
 }
@@ -78,16 +79,16 @@ func TestConcurrentWriters(t *testing.T) {
 
 	var o orderJSON
 	mustCall(t, base, http.MethodPost, "/orders", "application/json",
-		jsonOf(map[string]any{"customer": "Race", "items": []any{map[string]any{"name": "Cup", "quantity": 1, "unit_price": "2.50"}}}), hJSON).
-		wantStatus(t, http.StatusCreated).decode(t, &o)
+		jsonOf(map[string]any{"customer": "Race", "items": []any{map[string]any{"name": "Cup", "quantity": 1, "unit_price": "2.50"}}}), testutil.HJSON).
+		WantStatus(t, http.StatusCreated).JSON(t, &o)
 	path := "/orders/" + strconv.FormatInt(o.ID, 10)
 
 	t.Run("same version", func(t *testing.T) {
 		start := time.Now()
-		got := race(t, writers, func(i int) (*resp, error) {
+		got := race(t, writers, func(i int) (*testutil.Resp, error) {
 			return call(base, http.MethodPut, path, "application/json",
 				jsonOf(map[string]any{"version": 1, "customer": fmt.Sprintf("Writer %02d", i),
-					"items": []any{map[string]any{"name": "Cup", "quantity": i + 1, "unit_price": "2.50"}}}), hJSON)
+					"items": []any{map[string]any{"name": "Cup", "quantity": i + 1, "unit_price": "2.50"}}}), testutil.HJSON)
 		})
 		took := time.Since(start)
 		c := tally(got)
@@ -97,10 +98,10 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		var winner string
 		for i, r := range got {
-			switch r.status {
+			switch r.Status {
 			case 200:
 				var w orderJSON
-				r.decode(t, &w)
+				r.JSON(t, &w)
 				if w.Version != 2 {
 					t.Errorf("the winner got version %d, want 2", w.Version)
 				}
@@ -110,14 +111,14 @@ func TestConcurrentWriters(t *testing.T) {
 					Error   string    `json:"error"`
 					Current orderJSON `json:"current"`
 				}
-				r.decode(t, &e)
+				r.JSON(t, &e)
 				if e.Error == "" || e.Current.Version != 2 {
 					t.Errorf("writer %d's 409: got error %q and current version %d, want a message and version 2", i, e.Error, e.Current.Version)
 				}
 			}
 		}
 		var now orderJSON
-		mustCall(t, base, http.MethodGet, path, "", nil, hJSON).wantStatus(t, 200).decode(t, &now)
+		mustCall(t, base, http.MethodGet, path, "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &now)
 		if now.Version != 2 || now.Customer != winner {
 			t.Fatalf("after the race: got version %d customer %q, want version 2 and the winner's %q", now.Version, now.Customer, winner)
 		}
@@ -129,26 +130,26 @@ func TestConcurrentWriters(t *testing.T) {
 	t.Run("no version", func(t *testing.T) {
 		watches := watchCalls(t, rs)
 		start := time.Now()
-		got := race(t, writers, func(i int) (*resp, error) {
+		got := race(t, writers, func(i int) (*testutil.Resp, error) {
 			return call(base, http.MethodPut, path, "application/json",
-				jsonOf(map[string]any{"notes": fmt.Sprintf("note %d", i)}), hJSON)
+				jsonOf(map[string]any{"notes": fmt.Sprintf("note %d", i)}), testutil.HJSON)
 		})
 		took := time.Since(start)
 		c := tally(got)
 		versions := map[int64]bool{}
 		for i, r := range got {
-			if r.status != 200 {
+			if r.Status != 200 {
 				continue
 			}
 			var w orderJSON
-			r.decode(t, &w)
+			r.JSON(t, &w)
 			if versions[w.Version] {
 				t.Errorf("writer %d got version %d, which another writer got too", i, w.Version)
 			}
 			versions[w.Version] = true
 		}
 		var now orderJSON
-		mustCall(t, base, http.MethodGet, path, "", nil, hJSON).wantStatus(t, 200).decode(t, &now)
+		mustCall(t, base, http.MethodGet, path, "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &now)
 		t.Logf("%d writers without a version: %d × 200 (statuses %v) in %v; final version %d; %d WATCH attempts (%d retries after a lost race)",
 			writers, c[200], c, took.Round(time.Millisecond), now.Version, watchCalls(t, rs)-watches, watchCalls(t, rs)-watches-writers)
 		if c[200] != writers {
@@ -160,17 +161,17 @@ func TestConcurrentWriters(t *testing.T) {
 	})
 
 	t.Run("same If-Match", func(t *testing.T) {
-		g := mustCall(t, base, http.MethodGet, path, "", nil, hJSON).wantStatus(t, 200)
-		tag := g.header.Get("ETag")
+		g := mustCall(t, base, http.MethodGet, path, "", nil, testutil.HJSON).WantStatus(t, 200)
+		tag := g.Header.Get("ETag")
 		if tag == "" {
 			t.Fatalf("GET %s: no ETag", path)
 		}
 		var before orderJSON
-		g.decode(t, &before)
+		g.JSON(t, &before)
 		start := time.Now()
-		got := race(t, writers, func(i int) (*resp, error) {
+		got := race(t, writers, func(i int) (*testutil.Resp, error) {
 			return call(base, http.MethodPut, path, "application/json",
-				jsonOf(map[string]any{"customer": fmt.Sprintf("Matcher %02d", i)}), hJSON.with(H{"If-Match": tag}))
+				jsonOf(map[string]any{"customer": fmt.Sprintf("Matcher %02d", i)}), testutil.HJSON.With(testutil.H{"If-Match": tag}))
 		})
 		took := time.Since(start)
 		c := tally(got)
@@ -179,7 +180,7 @@ func TestConcurrentWriters(t *testing.T) {
 			t.Fatalf("%d writers with the same If-Match: got statuses %v, want exactly 1 × 200 and %d × 412", writers, c, writers-1)
 		}
 		var now orderJSON
-		mustCall(t, base, http.MethodGet, path, "", nil, hJSON).wantStatus(t, 200).decode(t, &now)
+		mustCall(t, base, http.MethodGet, path, "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &now)
 		if now.Version != before.Version+1 {
 			t.Fatalf("after the If-Match race: got version %d, want %d", now.Version, before.Version+1)
 		}
@@ -189,21 +190,21 @@ func TestConcurrentWriters(t *testing.T) {
 	// round has exactly one winner.
 	t.Run("repeated rounds", func(t *testing.T) {
 		var b orderJSON
-		mustCall(t, base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Rounds"}), hJSON).
-			wantStatus(t, http.StatusCreated).decode(t, &b)
+		mustCall(t, base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Rounds"}), testutil.HJSON).
+			WantStatus(t, http.StatusCreated).JSON(t, &b)
 		bpath := "/orders/" + strconv.FormatInt(b.ID, 10)
 		const rounds = 10
 		watches := watchCalls(t, rs)
 		for round := 0; round < rounds; round++ {
 			version := b.Version + int64(round)
 			loser := 409
-			got := race(t, writers, func(i int) (*resp, error) {
+			got := race(t, writers, func(i int) (*testutil.Resp, error) {
 				body := map[string]any{"customer": fmt.Sprintf("Round %d writer %d", round, i)}
-				h := hJSON
+				h := testutil.HJSON
 				if round%2 == 0 {
 					body["version"] = version
 				} else {
-					h = hJSON.with(H{"If-Match": fmt.Sprintf(`"o%dv%d-json"`, b.ID, version)})
+					h = testutil.HJSON.With(testutil.H{"If-Match": fmt.Sprintf(`"o%dv%d-json"`, b.ID, version)})
 				}
 				return call(base, http.MethodPut, bpath, "application/json", jsonOf(body), h)
 			})
@@ -215,7 +216,7 @@ func TestConcurrentWriters(t *testing.T) {
 			}
 		}
 		var now orderJSON
-		mustCall(t, base, http.MethodGet, bpath, "", nil, hJSON).wantStatus(t, 200).decode(t, &now)
+		mustCall(t, base, http.MethodGet, bpath, "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &now)
 		if now.Version != b.Version+rounds {
 			t.Fatalf("after %d rounds: got version %d, want %d", rounds, now.Version, b.Version+rounds)
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 const (
@@ -152,7 +152,7 @@ func runLoad(base string, seed uint64, st *loadState, n *loadCounts, stop <-chan
 				wasKilled := killed.Load()
 				n.sent.Add(1)
 				inflight.Add(1)
-				res, err := call(base, method, path, ctype, payload, hJSON)
+				res, err := call(base, method, path, ctype, payload, testutil.HJSON)
 				inflight.Add(-1)
 				if err != nil {
 					if wasKilled {
@@ -163,12 +163,12 @@ func runLoad(base string, seed uint64, st *loadState, n *loadCounts, stop <-chan
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
-				n.saw(method, res.status)
+				n.saw(method, res.Status)
 				switch {
-				case res.status == http.StatusCreated || res.status == http.StatusOK:
+				case res.Status == http.StatusCreated || res.Status == http.StatusOK:
 					n.ok.Add(1)
 					var o orderJSON
-					if res.decode2(&o) == nil && o.ID > 0 {
+					if res.Decode(&o) == nil && o.ID > 0 {
 						st.mu.Lock()
 						if kind == "create" {
 							st.ids = append(st.ids, o.ID)
@@ -178,7 +178,7 @@ func runLoad(base string, seed uint64, st *loadState, n *loadCounts, stop <-chan
 						st.version[o.ID] = max(st.version[o.ID], o.Version)
 						st.mu.Unlock()
 					}
-				case res.status == http.StatusNoContent:
+				case res.Status == http.StatusNoContent:
 					n.ok.Add(1)
 					st.mu.Lock()
 					for i, x := range st.ids {
@@ -188,7 +188,7 @@ func runLoad(base string, seed uint64, st *loadState, n *loadCounts, stop <-chan
 						}
 					}
 					st.mu.Unlock()
-				case res.status == http.StatusConflict:
+				case res.Status == http.StatusConflict:
 					n.conflict.Add(1)
 				default:
 					n.rejected.Add(1)
@@ -260,7 +260,7 @@ func TestCrashAtomicity(t *testing.T) {
 		for page := 1; ; page++ {
 			query.Set("page", strconv.Itoa(page))
 			var l listJSON
-			mustCall(t, app.base, http.MethodGet, "/orders?"+query.Encode(), "", nil, hJSON).wantStatus(t, 200).decode(t, &l)
+			mustCall(t, app.base, http.MethodGet, "/orders?"+query.Encode(), "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &l)
 			if total >= 0 && l.Total != total {
 				t.Fatalf("GET /orders?%s: total changed from %d to %d with no writer running", query.Encode(), total, l.Total)
 			}
@@ -343,17 +343,17 @@ func TestCrashAtomicity(t *testing.T) {
 					return
 				}
 				id := idList[i]
-				r, err := call(app.base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, hJSON)
+				r, err := call(app.base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON)
 				if err != nil {
 					t.Errorf("GET /orders/%d: %v", id, err)
 					continue
 				}
-				if r.status != 200 {
-					t.Errorf("order %d is listed, but GET /orders/%d answers %d (%s), want 200", id, id, r.status, snippet(r.body))
+				if r.Status != 200 {
+					t.Errorf("order %d is listed, but GET /orders/%d answers %d (%s), want 200", id, id, r.Status, testutil.Snippet(r.Body))
 					continue
 				}
 				var o orderJSON
-				if err := r.decode2(&o); err != nil {
+				if err := r.Decode(&o); err != nil {
 					t.Errorf("GET /orders/%d: %v", id, err)
 					continue
 				}
@@ -406,8 +406,8 @@ func TestCrashAtomicity(t *testing.T) {
 		maxID = max(maxID, id)
 	}
 	var fresh orderJSON
-	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "After the crash"}), hJSON).
-		wantStatus(t, http.StatusCreated).decode(t, &fresh)
+	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "After the crash"}), testutil.HJSON).
+		WantStatus(t, http.StatusCreated).JSON(t, &fresh)
 	if fresh.ID <= maxID {
 		t.Errorf("the first order after the crashes got id %d, want above %d (the highest ever acknowledged)", fresh.ID, maxID)
 	}
@@ -432,8 +432,6 @@ type orderSummary struct {
 func (o orderJSON) summary() orderSummary {
 	return orderSummary{o.ID, o.Customer, o.Status, o.ItemCount, o.Total, o.Version}
 }
-
-func (r *resp) decode2(v any) error { return json.Unmarshal(r.body, v) }
 
 // consistent checks an order's derived fields against its items.
 func (o orderJSON) consistent() error {

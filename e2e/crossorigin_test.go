@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"orders/testutil"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -36,7 +37,7 @@ func writeRequests(id string) []writeReq {
 
 // strangers are the headers a browser sends with a request from another
 // site (app.Test's host is example.com).
-var strangers = []H{
+var strangers = []testutil.H{
 	{"Sec-Fetch-Site": "cross-site"},
 	{"Sec-Fetch-Site": "same-site"},
 	{"Origin": "http://evil.example"},
@@ -56,7 +57,7 @@ func TestCrossOrigin(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	app := inProcess(t, rdb)
-	send(t, app, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Mine"}), hJSON).wantStatus(t, 201)
+	send(t, app, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Mine"}), testutil.HJSON).WantStatus(t, 201)
 	before := mr.Dump()
 
 	tried := 0
@@ -64,14 +65,14 @@ func TestCrossOrigin(t *testing.T) {
 		for _, w := range writeRequests("1") {
 			for _, rep := range []struct {
 				name string
-				h    H
+				h    testutil.H
 				json bool
-			}{{"json", hJSON, true}, {"page", hPage, false}, {"htmx", hHX, false}} {
+			}{{"json", testutil.HJSON, true}, {"page", testutil.HPage, false}, {"htmx", testutil.HHX, false}} {
 				what := fmt.Sprintf("%s from %v (%s)", w.name, s, rep.name)
-				r := send(t, app, w.method, w.path, w.ctype, w.body, rep.h.with(s))
+				r := send(t, app, w.method, w.path, w.ctype, w.body, rep.h.With(s))
 				tried++
-				if r.status != http.StatusForbidden {
-					t.Errorf("%s: got %d, want 403; body %s", what, r.status, snippet(r.body))
+				if r.Status != http.StatusForbidden {
+					t.Errorf("%s: got %d, want 403; body %s", what, r.Status, testutil.Snippet(r.Body))
 					continue
 				}
 				checkMessage(t, what, r, rep.json, "cross-origin")
@@ -82,22 +83,22 @@ func TestCrossOrigin(t *testing.T) {
 		}
 	}
 	// Reading from anywhere is fine.
-	send(t, app, http.MethodGet, "/orders/1", "", nil, hJSON.with(H{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})).wantStatus(t, 200)
+	send(t, app, http.MethodGet, "/orders/1", "", nil, testutil.HJSON.With(testutil.H{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})).WantStatus(t, 200)
 
 	// The same origin, and programs that send neither header, pass.
 	passed := 0
-	for _, own := range []H{
+	for _, own := range []testutil.H{
 		{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"},
 		{"Sec-Fetch-Site": "same-origin"},
 		{"Origin": "http://example.com"},
 		{}, // curl
 	} {
 		var o orderJSON
-		send(t, app, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Own"}), hJSON.with(own)).wantStatus(t, 201).decode(t, &o)
+		send(t, app, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Own"}), testutil.HJSON.With(own)).WantStatus(t, 201).JSON(t, &o)
 		p := fmt.Sprintf("/orders/%d", o.ID)
-		send(t, app, http.MethodPut, p, ctForm, formOf("customer", "Own 2", "version", "1"), hJSON.with(own)).wantStatus(t, 200)
-		send(t, app, http.MethodPost, p, ctForm, formOf("_method", "PUT", "notes", "x"), hPage.with(own)).wantStatus(t, 303)
-		send(t, app, http.MethodDelete, p, "", nil, hJSON.with(own)).wantStatus(t, 204)
+		send(t, app, http.MethodPut, p, ctForm, formOf("customer", "Own 2", "version", "1"), testutil.HJSON.With(own)).WantStatus(t, 200)
+		send(t, app, http.MethodPost, p, ctForm, formOf("_method", "PUT", "notes", "x"), testutil.HPage.With(own)).WantStatus(t, 303)
+		send(t, app, http.MethodDelete, p, "", nil, testutil.HJSON.With(own)).WantStatus(t, 204)
 		passed += 4
 	}
 	t.Logf("%d cross-origin writes refused with 403 (%d origins × %d requests × 3 representations), Redis unchanged; %d same-origin or header-less writes passed",
@@ -109,46 +110,46 @@ func TestCrossOrigin(t *testing.T) {
 // still 403 (a browser sends remembered credentials cross-site too).
 func TestStrangerOverHTTP(t *testing.T) {
 	app := startApp(t, "", "AUTH_USER=desk", "AUTH_PASSWORD=s3cret")
-	auth := H{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:s3cret"))}
-	wrong := H{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:guess"))}
+	auth := testutil.H{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:s3cret"))}
+	wrong := testutil.H{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:guess"))}
 	self := "http://" + app.base[len("http://"):]
 
 	var o orderJSON
-	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Mine"}), hJSON.with(auth)).wantStatus(t, 201).decode(t, &o)
+	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Mine"}), testutil.HJSON.With(auth)).WantStatus(t, 201).JSON(t, &o)
 	count := func() int64 {
 		var l listJSON
-		mustCall(t, app.base, http.MethodGet, "/orders", "", nil, hJSON.with(auth)).wantStatus(t, 200).decode(t, &l)
+		mustCall(t, app.base, http.MethodGet, "/orders", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 200).JSON(t, &l)
 		return l.Total
 	}
 	tried := 0
 	for _, c := range []struct {
 		name string
-		h    H
+		h    testutil.H
 		want int
 	}{
-		{"no credentials", H{}, 401},
+		{"no credentials", testutil.H{}, 401},
 		{"a wrong password", wrong, 401},
-		{"no credentials, cross-site", H{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 401},
-		{"credentials, from evil.example", auth.with(H{"Origin": "http://evil.example"}), 403},
-		{"credentials, cross-site", auth.with(H{"Sec-Fetch-Site": "cross-site"}), 403},
-		{"credentials, Origin null", auth.with(H{"Origin": "null"}), 403},
+		{"no credentials, cross-site", testutil.H{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 401},
+		{"credentials, from evil.example", auth.With(testutil.H{"Origin": "http://evil.example"}), 403},
+		{"credentials, cross-site", auth.With(testutil.H{"Sec-Fetch-Site": "cross-site"}), 403},
+		{"credentials, Origin null", auth.With(testutil.H{"Origin": "null"}), 403},
 	} {
 		for _, w := range writeRequests("1") {
 			what := fmt.Sprintf("%s with %s", w.name, c.name)
-			r, err := call(app.base, w.method, w.path, w.ctype, w.body, hJSON.with(c.h))
+			r, err := call(app.base, w.method, w.path, w.ctype, w.body, testutil.HJSON.With(c.h))
 			tried++
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			if r.status != c.want {
-				t.Errorf("%s: got %d, want %d; body %s", what, r.status, c.want, snippet(r.body))
+			if r.Status != c.want {
+				t.Errorf("%s: got %d, want %d; body %s", what, r.Status, c.want, testutil.Snippet(r.Body))
 				continue
 			}
-			if r.status == http.StatusUnauthorized {
+			if r.Status == http.StatusUnauthorized {
 				// Plain text by design (routes/render.go): the browser shows
 				// its own sign-in prompt.
-				if r.header.Get("WWW-Authenticate") == "" || len(r.body) == 0 {
-					t.Errorf("%s: 401 with WWW-Authenticate %q and body %s, want a challenge and a message", what, r.header.Get("WWW-Authenticate"), snippet(r.body))
+				if r.Header.Get("WWW-Authenticate") == "" || len(r.Body) == 0 {
+					t.Errorf("%s: 401 with WWW-Authenticate %q and body %s, want a challenge and a message", what, r.Header.Get("WWW-Authenticate"), testutil.Snippet(r.Body))
 				}
 				continue
 			}
@@ -156,19 +157,19 @@ func TestStrangerOverHTTP(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/orders", "/orders/1", "/orders/inquiry", "/orders/new"} {
-		mustCall(t, app.base, http.MethodGet, path, "", nil, hPage).wantStatus(t, 401)
+		mustCall(t, app.base, http.MethodGet, path, "", nil, testutil.HPage).WantStatus(t, 401)
 	}
 	var now orderJSON
-	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, hJSON.with(auth)).wantStatus(t, 200).decode(t, &now)
+	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 200).JSON(t, &now)
 	if n := count(); n != 1 || now.Version != 1 || now.Customer != "Mine" {
 		t.Fatalf("after the strangers: %d orders, order 1 at version %d named %q; want 1 order unchanged", n, now.Version, now.Customer)
 	}
-	mustCall(t, app.base, http.MethodGet, "/healthz", "", nil, nil).wantStatus(t, 200)
+	mustCall(t, app.base, http.MethodGet, "/healthz", "", nil, nil).WantStatus(t, 200)
 	// The desk itself, from its own origin, over real HTTP.
 	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Own"}),
-		hJSON.with(auth).with(H{"Origin": self, "Sec-Fetch-Site": "same-origin"})).wantStatus(t, 201)
+		testutil.HJSON.With(auth).With(testutil.H{"Origin": self, "Sec-Fetch-Site": "same-origin"})).WantStatus(t, 201)
 	mustCall(t, app.base, http.MethodPut, "/orders/1", ctForm, formOf("_method", "PUT", "customer", "Own"),
-		hJSON.with(auth).with(H{"Origin": self})).wantStatus(t, 200)
-	mustCall(t, app.base, http.MethodDelete, "/orders/1", "", nil, hJSON.with(auth)).wantStatus(t, 204)
+		testutil.HJSON.With(auth).With(testutil.H{"Origin": self})).WantStatus(t, 200)
+	mustCall(t, app.base, http.MethodDelete, "/orders/1", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 204)
 	t.Logf("%d stranger writes over HTTP: 401 without the password, 403 from another site with it; the own origin (%s) passes", tried, self)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"orders/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,8 +108,8 @@ func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	cmd := exec.Command(appBinary(t), "-addr", addr, "-data", data)
 	cmd.Env = appEnv("ORDERS_SNAPSHOT_INTERVAL=200ms")
-	stderr := &syncBuffer{}
-	app := &proc{name: "app " + addr, cmd: cmd, out: &syncBuffer{}, exited: make(chan struct{})}
+	stderr := &testutil.SyncBuffer{}
+	app := &proc{name: "app " + addr, cmd: cmd, out: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = app.out, io.MultiWriter(app.out, stderr)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 		if err != nil {
 			return 0
 		}
-		return r.status
+		return r.Status
 	}
 	// waitReady polls /readyz until it answers want, for up to 5 s.
 	waitReady := func(want int, why string) {
@@ -136,9 +137,9 @@ func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 	}
 	create := func(name string) {
 		t.Helper()
-		r := mustCall(t, base, http.MethodPost, "/orders", "application/json", []byte(`{"customer":"`+name+`"}`), hJSON)
-		if r.status != http.StatusCreated {
-			t.Fatalf("POST /orders: %d %s, want 201", r.status, snippet(r.body))
+		r := mustCall(t, base, http.MethodPost, "/orders", "application/json", []byte(`{"customer":"`+name+`"}`), testutil.HJSON)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("POST /orders: %d %s, want 201", r.Status, testutil.Snippet(r.Body))
 		}
 	}
 	waitReady(200, "at start")

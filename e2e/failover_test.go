@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"orders/testutil"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,10 +40,10 @@ func (l *failoverLoad) took(d time.Duration) {
 	l.slowest = max(l.slowest, d)
 }
 
-func (l *failoverLoad) fail(what string, r *resp, err error) {
+func (l *failoverLoad) fail(what string, r *testutil.Resp, err error) {
 	key := what + " error"
 	if err == nil {
-		key = what + " " + strconv.Itoa(r.status)
+		key = what + " " + strconv.Itoa(r.Status)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -72,8 +72,8 @@ func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
 	rnd := rand.New(rand.NewPCG(uint64(w), 8))
 	mine := map[int64]orderJSON{}
 	var ids []int64
-	bad := func(r *resp, err error) bool { return err != nil || r.status >= 500 }
-	call := func(base, method, path, ctype string, body []byte, h H) (*resp, error) {
+	bad := func(r *testutil.Resp, err error) bool { return err != nil || r.Status >= 500 }
+	call := func(base, method, path, ctype string, body []byte, h testutil.H) (*testutil.Resp, error) {
 		start := time.Now()
 		defer func() { l.took(time.Since(start)) }()
 		return call(base, method, path, ctype, body, h)
@@ -82,20 +82,20 @@ func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
 		switch {
 		case i%3 == 0 || len(ids) == 0:
 			r, err := call(base, http.MethodPost, "/orders", "application/json",
-				jsonOf(map[string]any{"customer": fmt.Sprintf("Failover W%d N%d", w, i)}), hJSON)
+				jsonOf(map[string]any{"customer": fmt.Sprintf("Failover W%d N%d", w, i)}), testutil.HJSON)
 			if bad(r, err) {
 				l.fail("POST", r, err)
 				break
 			}
 			var o orderJSON
-			if r.status == http.StatusCreated && json.Unmarshal(r.body, &o) == nil && o.ID > 0 {
+			if r.Status == http.StatusCreated && r.Decode(&o) == nil && o.ID > 0 {
 				l.ack(o, true)
 				mine[o.ID] = o
 				ids = append(ids, o.ID)
 			}
 		case i%3 == 1:
 			id := ids[rnd.IntN(len(ids))]
-			r, err := call(base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, hJSON)
+			r, err := call(base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON)
 			if bad(r, err) {
 				l.fail("GET", r, err)
 			}
@@ -106,21 +106,21 @@ func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
 			if o.Status == "pending" {
 				body["status"] = "confirmed"
 			}
-			r, err := call(base, http.MethodPut, "/orders/"+strconv.FormatInt(id, 10), "application/json", jsonOf(body), hJSON)
+			r, err := call(base, http.MethodPut, "/orders/"+strconv.FormatInt(id, 10), "application/json", jsonOf(body), testutil.HJSON)
 			switch {
 			case bad(r, err):
 				l.fail("PUT", r, err)
-			case r.status == http.StatusOK:
+			case r.Status == http.StatusOK:
 				var n orderJSON
-				if json.Unmarshal(r.body, &n) == nil && n.ID == id {
+				if r.Decode(&n) == nil && n.ID == id {
 					l.ack(n, false)
 					mine[id] = n
 				}
-			case r.status == http.StatusConflict:
+			case r.Status == http.StatusConflict:
 				// A PUT answered 5xx that happened after all: take the
 				// stored order and go on from it.
 				var c struct{ Current orderJSON }
-				if json.Unmarshal(r.body, &c) == nil && c.Current.ID == id {
+				if r.Decode(&c) == nil && c.Current.ID == id {
 					mine[id] = c.Current
 				}
 			}
@@ -173,7 +173,7 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 			if k := killed.Load(); k != 0 {
 				st := 0 // transport error
 				if err == nil {
-					st = r.status
+					st = r.Status
 				}
 				l.mu.Lock()
 				l.ready = append(l.ready, readyAnswer{time.Now(), st})
@@ -265,7 +265,7 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	if first200 < 0 {
 		t.Errorf("/readyz never answered 200 after the promotion; want 200 once every slot has a master again")
 	}
-	if r, err := call(app.base, http.MethodGet, "/readyz", "", nil, nil); err != nil || r.status != http.StatusOK {
+	if r, err := call(app.base, http.MethodGet, "/readyz", "", nil, nil); err != nil || r.Status != http.StatusOK {
 		t.Errorf("/readyz 10 s after the promotion: %v %v; want 200", r, err)
 	}
 
@@ -278,9 +278,9 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	current := map[int64]orderJSON{}
 	unreadable, older := 0, 0
 	for id, v := range l.acked {
-		r, err := call(app.base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, hJSON)
+		r, err := call(app.base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON)
 		var o orderJSON
-		if err != nil || r.status != http.StatusOK || json.Unmarshal(r.body, &o) != nil {
+		if err != nil || r.Status != http.StatusOK || r.Decode(&o) != nil {
 			if unreadable++; unreadable <= 5 {
 				t.Errorf("GET /orders/%d after the failover: %v %v; want 200 (the create was acknowledged)", id, r, err)
 			}
@@ -326,9 +326,9 @@ func failoverList(t *testing.T, base, q string) map[int64]bool {
 	rows := 0
 	next := "/orders?per_page=100" + q
 	for next != "" {
-		r := mustCall(t, base, http.MethodGet, next, "", nil, hJSON).wantStatus(t, http.StatusOK)
+		r := mustCall(t, base, http.MethodGet, next, "", nil, testutil.HJSON).WantStatus(t, http.StatusOK)
 		var page listJSON
-		r.decode(t, &page)
+		r.JSON(t, &page)
 		for _, o := range page.Orders {
 			ids[o.ID] = true
 		}

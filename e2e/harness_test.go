@@ -5,11 +5,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -101,24 +98,6 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// syncBuffer collects a subprocess's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // tail returns the last n lines of s.
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -132,14 +111,14 @@ func tail(s string, n int) string {
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testutil.SyncBuffer
 	exited chan struct{}
 	err    error // valid after exited is closed
 }
 
 func startProc(t testing.TB, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, out: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
@@ -280,116 +259,22 @@ func appEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-var (
-	// httpc talks to app subprocesses.
-	httpc = &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 30 * time.Second,
-			DisableCompression: true,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	quick = &http.Client{Timeout: 500 * time.Millisecond}
-)
+// quick polls /healthz.
+var quick = &http.Client{Timeout: 500 * time.Millisecond}
 
-// H is a set of request headers.
-type H map[string]string
-
-var (
-	hJSON = H{"Accept": "application/json"}
-	hPage = H{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
-	hHX   = H{"Accept": "text/html", "HX-Request": "true"}
-)
-
-func (h H) with(more H) H {
-	out := H{}
-	for k, v := range h {
-		out[k] = v
-	}
-	for k, v := range more {
-		out[k] = v
-	}
-	return out
-}
-
-// resp is a response read whole, with how long it took.
-type resp struct {
-	what   string // "METHOD path" for messages
-	status int
-	header http.Header
-	body   []byte
-	took   time.Duration
-}
-
-func (r *resp) String() string { return r.what }
-
-// snippet shortens a body for a failure message.
-func snippet(b []byte) string {
-	s := string(b)
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return strconv.Quote(s)
-}
-
-// call sends one request to a subprocess; err is a transport error.
-func call(base, method, path, ctype string, body []byte, h H) (*resp, error) {
-	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	start := time.Now()
-	res, err := httpc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &resp{what: method + " " + path, status: res.StatusCode, header: res.Header, body: b, took: time.Since(start)}, nil
+// call sends one request to the app subprocess at base; err is a transport
+// error.
+func call(base, method, path, ctype string, body []byte, h testutil.H) (*testutil.Resp, error) {
+	return testutil.Over(base).Send(method, path, testutil.Body{Type: ctype, Data: body}, h)
 }
 
 // mustCall is call that fails the test on a transport error.
-func mustCall(t testing.TB, base, method, path, ctype string, body []byte, h H) *resp {
+func mustCall(t testing.TB, base, method, path, ctype string, body []byte, h testutil.H) *testutil.Resp {
 	t.Helper()
-	r, err := call(base, method, path, ctype, body, h)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return r
+	return testutil.Over(base).Do(t, method, path, testutil.Body{Type: ctype, Data: body}, h)
 }
 
-func (r *resp) wantStatus(t testing.TB, want int) *resp {
-	t.Helper()
-	if r.status != want {
-		t.Fatalf("%s: got status %d, want %d; body %s", r.what, r.status, want, snippet(r.body))
-	}
-	return r
-}
-
-func (r *resp) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("%s: body is not the JSON wanted (%v): %s", r.what, err, snippet(r.body))
-	}
-}
-
-func jsonOf(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+func jsonOf(v any) []byte { return testutil.JSON(v).Data }
 
 // orderJSON is an order as the JSON representation shows it.
 type orderJSON struct {

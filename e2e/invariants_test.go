@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"orders/testutil"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,16 +81,16 @@ func walkList(base, query string) (rows []orderJSON, totals []int64, err error) 
 		if pages > 10000 {
 			return nil, nil, fmt.Errorf("GET /orders?%s: more than 10,000 pages", query)
 		}
-		r, err := call(base, http.MethodGet, next, "", nil, hJSON)
+		r, err := call(base, http.MethodGet, next, "", nil, testutil.HJSON)
 		if err != nil {
 			return nil, nil, fmt.Errorf("GET %s: %v", next, err)
 		}
-		if r.status != http.StatusOK {
-			return nil, nil, fmt.Errorf("GET %s: %d %s, want 200", next, r.status, snippet(r.body))
+		if r.Status != http.StatusOK {
+			return nil, nil, fmt.Errorf("GET %s: %d %s, want 200", next, r.Status, testutil.Snippet(r.Body))
 		}
 		var p listPage
-		if err := json.Unmarshal(r.body, &p); err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %v in %s", next, err, snippet(r.body))
+		if err := r.Decode(&p); err != nil {
+			return nil, nil, fmt.Errorf("GET %s: %v in %s", next, err, testutil.Snippet(r.Body))
 		}
 		rows = append(rows, p.Orders...)
 		totals = append(totals, p.Total)
@@ -172,22 +172,22 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 			go func() {
 				defer wg.Done()
 				for id := range ids {
-					r, err := call(base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, hJSON)
+					r, err := call(base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON)
 					switch {
 					case err != nil:
 						fail("GET /orders/%d: %v", id, err)
-					case r.status == http.StatusOK:
+					case r.Status == http.StatusOK:
 						var o orderJSON
-						if err := json.Unmarshal(r.body, &o); err != nil || o.ID != id {
-							fail("GET /orders/%d: %v %s", id, err, snippet(r.body))
+						if err := r.Decode(&o); err != nil || o.ID != id {
+							fail("GET /orders/%d: %v %s", id, err, testutil.Snippet(r.Body))
 							continue
 						}
 						recMu.Lock()
 						records[id] = o
 						highest = max(highest, id)
 						recMu.Unlock()
-					case r.status != http.StatusNotFound:
-						fail("GET /orders/%d: %d %s, want 200 or 404", id, r.status, snippet(r.body))
+					case r.Status != http.StatusNotFound:
+						fail("GET /orders/%d: %d %s, want 200 or 404", id, r.Status, testutil.Snippet(r.Body))
 					}
 				}
 			}()

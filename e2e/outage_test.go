@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
+	"orders/testutil"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,7 +15,7 @@ import (
 type probe struct {
 	name, method, path, ctype string
 	body                      func() []byte
-	h                         H
+	h                         testutil.H
 	json                      bool // the representation asked for
 	ok                        int  // its status while Redis answers
 }
@@ -24,17 +24,17 @@ func outageProbes(id string) []probe {
 	none := func() []byte { return nil }
 	create := func() []byte { return jsonOf(map[string]any{"customer": "Outage"}) }
 	return []probe{
-		{"list JSON", http.MethodGet, "/orders", "", none, hJSON, true, 200},
-		{"list page", http.MethodGet, "/orders", "", none, hPage, false, 200},
-		{"list fragment", http.MethodGet, "/orders?q=out", "", none, hHX.with(H{"HX-Target": "div#order-results"}), false, 200},
-		{"inquiry JSON", http.MethodGet, "/orders/inquiry", "", none, hJSON, true, 200},
-		{"order JSON", http.MethodGet, "/orders/" + id, "", none, hJSON, true, 200},
-		{"order page", http.MethodGet, "/orders/" + id, "", none, hPage, false, 200},
-		{"create JSON", http.MethodPost, "/orders", "application/json", create, hJSON, true, 201},
+		{"list JSON", http.MethodGet, "/orders", "", none, testutil.HJSON, true, 200},
+		{"list page", http.MethodGet, "/orders", "", none, testutil.HPage, false, 200},
+		{"list fragment", http.MethodGet, "/orders?q=out", "", none, testutil.HHX.With(testutil.H{"HX-Target": "div#order-results"}), false, 200},
+		{"inquiry JSON", http.MethodGet, "/orders/inquiry", "", none, testutil.HJSON, true, 200},
+		{"order JSON", http.MethodGet, "/orders/" + id, "", none, testutil.HJSON, true, 200},
+		{"order page", http.MethodGet, "/orders/" + id, "", none, testutil.HPage, false, 200},
+		{"create JSON", http.MethodPost, "/orders", "application/json", create, testutil.HJSON, true, 201},
 		{"create form", http.MethodPost, "/orders", "application/x-www-form-urlencoded",
-			func() []byte { return []byte(url.Values{"customer": {"Outage form"}}.Encode()) }, hPage, false, 303},
+			func() []byte { return []byte(url.Values{"customer": {"Outage form"}}.Encode()) }, testutil.HPage, false, 303},
 		{"update JSON", http.MethodPut, "/orders/" + id, "application/json",
-			func() []byte { return jsonOf(map[string]any{"notes": "outage"}) }, hJSON, true, 200},
+			func() []byte { return jsonOf(map[string]any{"notes": "outage"}) }, testutil.HJSON, true, 200},
 	}
 }
 
@@ -58,11 +58,11 @@ func outageRun(t *testing.T, app *appServer, phase string, probes []probe, down 
 				return
 			}
 			mu.Lock()
-			worst = max(worst, r.took)
+			worst = max(worst, r.Took)
 			mu.Unlock()
 			if !down {
-				if r.status != p.ok {
-					t.Errorf("%s: %s: got %d, want %d; body %s", phase, p.name, r.status, p.ok, snippet(r.body))
+				if r.Status != p.ok {
+					t.Errorf("%s: %s: got %d, want %d; body %s", phase, p.name, r.Status, p.ok, testutil.Snippet(r.Body))
 				}
 				return
 			}
@@ -79,12 +79,12 @@ func outageRun(t *testing.T, app *appServer, phase string, probes []probe, down 
 			t.Errorf("%s: GET %s: %v", phase, c.path, err)
 			continue
 		}
-		worst = max(worst, r.took)
-		if r.status != c.want {
-			t.Errorf("%s: GET %s: got %d, want %d; body %s", phase, c.path, r.status, c.want, snippet(r.body))
+		worst = max(worst, r.Took)
+		if r.Status != c.want {
+			t.Errorf("%s: GET %s: got %d, want %d; body %s", phase, c.path, r.Status, c.want, testutil.Snippet(r.Body))
 		}
-		if r.took > 2*time.Second {
-			t.Errorf("%s: GET %s took %v, want under 2s", phase, c.path, r.took)
+		if r.Took > 2*time.Second {
+			t.Errorf("%s: GET %s took %v, want under 2s", phase, c.path, r.Took)
 		}
 	}
 	if !app.running() {
@@ -93,32 +93,32 @@ func outageRun(t *testing.T, app *appServer, phase string, probes []probe, down 
 	return worst
 }
 
-func checkUnavailable(t *testing.T, what string, r *resp, wantJSON bool) {
+func checkUnavailable(t *testing.T, what string, r *testutil.Resp, wantJSON bool) {
 	t.Helper()
-	if r.status != http.StatusServiceUnavailable {
-		t.Errorf("%s: got %d, want 503; body %s", what, r.status, snippet(r.body))
+	if r.Status != http.StatusServiceUnavailable {
+		t.Errorf("%s: got %d, want 503; body %s", what, r.Status, testutil.Snippet(r.Body))
 		return
 	}
-	if r.took > 2*time.Second {
-		t.Errorf("%s: 503 after %v, want within 2s", what, r.took)
+	if r.Took > 2*time.Second {
+		t.Errorf("%s: 503 after %v, want within 2s", what, r.Took)
 	}
-	if r.header.Get("Retry-After") == "" {
+	if r.Header.Get("Retry-After") == "" {
 		t.Errorf("%s: 503 without Retry-After", what)
 	}
-	ct := r.header.Get("Content-Type")
+	ct := r.Header.Get("Content-Type")
 	if wantJSON {
 		var e struct {
 			Error string `json:"error"`
 		}
-		if !strings.HasPrefix(ct, "application/json") || json.Unmarshal(r.body, &e) != nil || e.Error == "" {
-			t.Errorf("%s: got Content-Type %q body %s, want JSON with an \"error\"", what, ct, snippet(r.body))
+		if !strings.HasPrefix(ct, "application/json") || r.Decode(&e) != nil || e.Error == "" {
+			t.Errorf("%s: got Content-Type %q body %s, want JSON with an \"error\"", what, ct, testutil.Snippet(r.Body))
 		}
-	} else if !strings.HasPrefix(ct, "text/html") || !strings.Contains(string(r.body), `id="error"`) {
-		t.Errorf("%s: got Content-Type %q body %s, want the HTML error", what, ct, snippet(r.body))
+	} else if !strings.HasPrefix(ct, "text/html") || !strings.Contains(r.Body, `id="error"`) {
+		t.Errorf("%s: got Content-Type %q body %s, want the HTML error", what, ct, testutil.Snippet(r.Body))
 	}
 	for _, leak := range []string{"dial tcp", "i/o timeout", "127.0.0.1:", "connection refused", "redis:"} {
-		if strings.Contains(string(r.body), leak) {
-			t.Errorf("%s: the body shows internals (%q): %s", what, leak, snippet(r.body))
+		if strings.Contains(r.Body, leak) {
+			t.Errorf("%s: the body shows internals (%q): %s", what, leak, testutil.Snippet(r.Body))
 		}
 	}
 }
@@ -136,18 +136,18 @@ func burst(t *testing.T, app *appServer, phase string, n int, down bool) time.Du
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := call(app.base, http.MethodGet, "/orders", "", nil, hJSON)
+			r, err := call(app.base, http.MethodGet, "/orders", "", nil, testutil.HJSON)
 			if err != nil {
 				t.Errorf("%s: burst request %d: %v", phase, i, err)
 				return
 			}
 			mu.Lock()
-			worst = max(worst, r.took)
+			worst = max(worst, r.Took)
 			mu.Unlock()
 			if down {
 				checkUnavailable(t, phase+": burst", r, true)
-			} else if r.status != 200 {
-				t.Errorf("%s: burst request %d: got %d, want 200", phase, i, r.status)
+			} else if r.Status != 200 {
+				t.Errorf("%s: burst request %d: got %d, want 200", phase, i, r.Status)
 			}
 		}()
 	}
@@ -161,8 +161,8 @@ func TestRedisOutage(t *testing.T) {
 	rs := startRedis(t, 0)
 	app := startApp(t, rs.url())
 	var o orderJSON
-	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Outage"}), hJSON).
-		wantStatus(t, 201).decode(t, &o)
+	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Outage"}), testutil.HJSON).
+		WantStatus(t, 201).JSON(t, &o)
 	probes := outageProbes("1")
 	outageRun(t, app, "before", probes, false)
 
@@ -201,7 +201,7 @@ func TestRedisOutage(t *testing.T) {
 		start := time.Now()
 		for {
 			r, err := call(app.base, http.MethodGet, "/readyz", "", nil, nil)
-			if err == nil && r.status == 200 {
+			if err == nil && r.Status == 200 {
 				break
 			}
 			if time.Since(start) > 5*time.Second {
@@ -211,7 +211,7 @@ func TestRedisOutage(t *testing.T) {
 		}
 		recovered := time.Since(start)
 		// The new Redis is empty: order 1 exists again once created.
-		mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Again"}), hJSON).wantStatus(t, 201)
+		mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Again"}), testutil.HJSON).WantStatus(t, 201)
 		outageRun(t, app, "new redis-server", probes, false)
 		t.Logf("a new redis-server on the same port: the app was ready again after %v, by itself", recovered.Round(time.Millisecond))
 		_ = rs2

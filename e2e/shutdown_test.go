@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"orders/testutil"
 	"syscall"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 func TestShutdownDrainsInFlight(t *testing.T) {
 	rs := startRedis(t, 0)
 	app := startApp(t, rs.url())
-	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Drain"}), hJSON).
-		wantStatus(t, 201)
+	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Drain"}), testutil.HJSON).
+		WantStatus(t, 201)
 
 	rs.signal(t, syscall.SIGSTOP)
 	defer rs.cmd.Process.Signal(syscall.SIGCONT)
@@ -24,12 +25,12 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	statuses := make(chan int, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			r, err := call(app.base, http.MethodGet, "/orders/1", "", nil, hJSON)
+			r, err := call(app.base, http.MethodGet, "/orders/1", "", nil, testutil.HJSON)
 			if err != nil {
 				results <- err
 				return
 			}
-			statuses <- r.status
+			statuses <- r.Status
 			results <- nil
 		}()
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 func TestConflictDiff(t *testing.T) {
@@ -140,27 +141,27 @@ func TestConflictView(t *testing.T) {
 		a.update(t, o.ID, map[string]any{"customer": "K. Johnson (NASA)",
 			"items": []any{item("Slide rule", 2, "30.00"), item("Pencil", 12, "0.25")}})
 		id := itoa(o.ID)
-		mine := func(extra ...string) body {
+		mine := func(extra ...string) testutil.Body {
 			kv := []string{"_method", "PUT", "version", "1", "customer", "Katherine G. Johnson", "email", "kj@nasa.gov",
 				"status", "pending", "currency", "USD", "notes", "call first", "items", "",
 				"items[0][name]", "Slide rule", "items[0][quantity]", "1", "items[0][unit_price]", "30.00",
 				"items[1][name]", "Eraser", "items[1][quantity]", "1", "items[1][unit_price]", "0.50"}
-			return form(append(kv, extra...)...)
+			return testutil.Form(append(kv, extra...)...)
 		}
 		for _, m := range []struct {
 			name string
-			h    H
+			h    testutil.H
 			page bool
-		}{{"plain", hPage, true}, {"htmx", hxTo("main#main"), false}} {
-			r := a.do(t, http.MethodPost, path(o.ID), mine(), m.h).wantStatus(t, http.StatusConflict).wantNegotiated(t)
+		}{{"plain", testutil.HPage, true}, {"htmx", testutil.HXTo("main#main"), false}} {
+			r := a.do(t, http.MethodPost, path(o.ID), mine(), m.h).WantStatus(t, http.StatusConflict).WantNegotiated(t)
 			if m.page {
-				r.wantPage(t, "order-form")
+				r.WantPage(t, "order-form")
 			} else {
-				r.wantFragment(t, "order-form")
+				r.WantFragment(t, "order-form")
 			}
-			panel := elementByID(r.body, "conflict-"+id)
+			panel := elementByID(r.Body, "conflict-"+id)
 			if panel == "" {
-				t.Fatalf("%s: no conflict panel; body:\n%s", r.what, snippet(r.body))
+				t.Fatalf("%s: no conflict panel; body:\n%s", r.What, testutil.Snippet(r.Body))
 			}
 			got := plainText(panel)
 			for _, want := range []string{
@@ -178,64 +179,64 @@ func TestConflictView(t *testing.T) {
 				"Save mine over theirs", "Keep theirs",
 			} {
 				if !strings.Contains(got, want) {
-					t.Errorf("%s: the conflict panel does not say %q; it says:\n%s", r.what, want, got)
+					t.Errorf("%s: the conflict panel does not say %q; it says:\n%s", r.What, want, got)
 				}
 			}
 			for _, same := range []string{"Email", "Status", "Currency"} {
 				if strings.Contains(got, same+" ") && strings.Contains(panel, `data-field="`+strings.ToLower(same)+`"`) {
-					t.Errorf("%s: the panel lists %s, which did not change", r.what, same)
+					t.Errorf("%s: the panel lists %s, which did not change", r.What, same)
 				}
 			}
 			// The changed quantity is marked, not by colour alone.
 			if !strings.Contains(panel, "<mark>1</mark>") || !strings.Contains(panel, "<mark>2</mark>") {
-				t.Errorf("%s: the differing quantities are not marked:\n%s", r.what, panel)
+				t.Errorf("%s: the differing quantities are not marked:\n%s", r.What, panel)
 			}
 			// Keep mine submits the form (which now names the stored
 			// version); keep theirs opens the stored order's form.
-			r.wantContains(t, `<button type="submit" form="order-edit">Save mine over theirs</button>`,
+			r.WantContains(t, `<button type="submit" form="order-edit">Save mine over theirs</button>`,
 				`<a class="button secondary" href="/orders/`+id+`/edit">Keep theirs</a>`,
 				`name="version" value="2"`, `value="Katherine G. Johnson"`, `value="Eraser"`)
 			// The old summary is gone.
-			r.wantLacks(t, "total 63.00 USD", "Save again to overwrite")
+			r.WantLacks(t, "total 63.00 USD", "Save again to overwrite")
 		}
 		if got := a.fetch(t, o.ID); got.Customer != "K. Johnson (NASA)" || got.Version != 2 {
 			t.Fatalf("after the 409s: %+v, want theirs untouched at version 2", got)
 		}
 
 		// Keep theirs: the form with the stored values and version.
-		a.get(t, path(o.ID, "/edit"), hPage).wantStatus(t, http.StatusOK).
-			wantContains(t, `value="K. Johnson (NASA)"`, `name="version" value="2"`, `value="Pencil"`).wantLacks(t, "Save mine over theirs")
+		a.get(t, path(o.ID, "/edit"), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `value="K. Johnson (NASA)"`, `name="version" value="2"`, `value="Pencil"`).WantLacks(t, "Save mine over theirs")
 
 		// Keep mine: the same input with the stored version, deliberately.
-		r := a.do(t, http.MethodPost, path(o.ID), mine("version", "ignored: the first version wins"), hPage)
-		r.wantStatus(t, http.StatusConflict) // the stale version the form first carried
-		kept := strings.Replace(string(mine().data), "version=1", "version=2", 1)
-		a.do(t, http.MethodPost, path(o.ID), body{mine().ctype, []byte(kept)}, hPage).wantStatus(t, http.StatusSeeOther)
+		r := a.do(t, http.MethodPost, path(o.ID), mine("version", "ignored: the first version wins"), testutil.HPage)
+		r.WantStatus(t, http.StatusConflict) // the stale version the form first carried
+		kept := strings.Replace(string(mine().Data), "version=1", "version=2", 1)
+		a.do(t, http.MethodPost, path(o.ID), testutil.Raw(mine().Type, kept), testutil.HPage).WantStatus(t, http.StatusSeeOther)
 		if got := a.fetch(t, o.ID); got.Customer != "Katherine G. Johnson" || got.Version != 3 || len(got.Items) != 2 || got.Items[1].Name != "Eraser" {
 			t.Errorf("after keep mine: %+v, want mine at version 3", got)
 		}
 
 		// The inline row edit: the fields the row sends, its own choices.
 		row := "tr#" + rowID(o.ID)
-		r = a.do(t, http.MethodPut, path(o.ID), form("version", "2", "customer", "Kathy", "email", "kj@nasa.gov", "status", "confirmed"), hxTo(row))
-		r.wantStatus(t, http.StatusConflict)
-		panel := plainText(elementByID(r.body, "conflict-"+id))
+		r = a.do(t, http.MethodPut, path(o.ID), testutil.Form("version", "2", "customer", "Kathy", "email", "kj@nasa.gov", "status", "confirmed"), testutil.HXTo(row))
+		r.WantStatus(t, http.StatusConflict)
+		panel := plainText(elementByID(r.Body, "conflict-"+id))
 		for _, want := range []string{"now version 3", "Customer Kathy Katherine G. Johnson", "Status Confirmed Pending", "Save mine over theirs", "Keep theirs"} {
 			if !strings.Contains(panel, want) {
-				t.Errorf("%s: the row's conflict does not say %q; it says:\n%s", r.what, want, panel)
+				t.Errorf("%s: the row's conflict does not say %q; it says:\n%s", r.What, want, panel)
 			}
 		}
 		if strings.Contains(panel, "Email") || strings.Contains(panel, "Items that differ") {
-			t.Errorf("%s: the row's conflict lists what the row did not change or send:\n%s", r.what, panel)
+			t.Errorf("%s: the row's conflict lists what the row did not change or send:\n%s", r.What, panel)
 		}
-		r.wantContains(t, `<button type="submit" class="small">Save mine over theirs</button>`,
+		r.WantContains(t, `<button type="submit" class="small">Save mine over theirs</button>`,
 			`hx-get="/orders/`+id+`/edit" hx-target="closest tr" hx-swap="outerHTML">Keep theirs</a>`,
 			`name="version" value="3"`, `value="Kathy"`)
 
 		// JSON keeps its shape: the error and the stored order.
 		var e errorJSON
-		a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "J", "version": 1}), hJSON).
-			wantStatus(t, http.StatusConflict).json(t, &e)
+		a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "J", "version": 1}), testutil.HJSON).
+			WantStatus(t, http.StatusConflict).JSON(t, &e)
 		if e.Error == "" || e.Current == nil || e.Current.Version != 3 || e.Current.Customer != "Katherine G. Johnson" {
 			t.Errorf("JSON 409: got %+v, want error and current at version 3", e)
 		}

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ func TestIssue8Findings(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("4 a panic answers 500 with a request id, logs its stack, and the process keeps serving", func(t *testing.T) {
-		var logs syncBuffer
+		var logs testutil.SyncBuffer
 		a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)),
 			func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 		app := a.app
@@ -50,13 +49,13 @@ func TestIssue8Findings(t *testing.T) {
 		})
 		app.Get("/boom-in-error-handler", func(c *fiber.Ctx) error { return panicsInErrorsAs{} })
 
-		r := a.get(t, "/boom", hJSON).wantStatus(t, http.StatusInternalServerError)
-		id := r.header.Get("X-Request-Id")
-		if got := r.object(t)["request_id"]; id == "" || got != id || strings.Contains(r.body, "boom") || strings.Contains(r.body, "half") {
-			t.Errorf("500 body %s, X-Request-Id %q: want the request id in the body and no internals", r.body, id)
+		r := a.get(t, "/boom", testutil.HJSON).WantStatus(t, http.StatusInternalServerError)
+		id := r.Header.Get("X-Request-Id")
+		if got := r.Object(t)["request_id"]; id == "" || got != id || strings.Contains(r.Body, "boom") || strings.Contains(r.Body, "half") {
+			t.Errorf("500 body %s, X-Request-Id %q: want the request id in the body and no internals", r.Body, id)
 		}
 		for _, h := range []string{"ETag", "HX-Push-Url", "Set-Cookie"} {
-			if v := r.header.Get(h); v != "" {
+			if v := r.Header.Get(h); v != "" {
 				t.Errorf("500 after a panic carries %s %q set by the handler before it panicked, want none", h, v)
 			}
 		}
@@ -64,14 +63,14 @@ func TestIssue8Findings(t *testing.T) {
 			!strings.Contains(l, "goroutine") || !strings.Contains(l, "findings_test.go") {
 			t.Errorf("log after a panic:\n%s\nwant the panic value, the request id %s and the stack", l, id)
 		}
-		p := a.get(t, "/boom", hPage).wantStatus(t, http.StatusInternalServerError)
-		p.wantPage(t, "error").wantContains(t, p.header.Get("X-Request-Id")).wantLacks(t, "boom")
-		e := a.get(t, "/boom-in-error-handler", hJSON).wantStatus(t, http.StatusInternalServerError)
-		if eid := e.header.Get("X-Request-Id"); eid == "" || !strings.Contains(e.body, eid) {
-			t.Errorf("a panic in the error handler: body %q, want a 500 naming request id %q", e.body, eid)
+		p := a.get(t, "/boom", testutil.HPage).WantStatus(t, http.StatusInternalServerError)
+		p.WantPage(t, "error").WantContains(t, p.Header.Get("X-Request-Id")).WantLacks(t, "boom")
+		e := a.get(t, "/boom-in-error-handler", testutil.HJSON).WantStatus(t, http.StatusInternalServerError)
+		if eid := e.Header.Get("X-Request-Id"); eid == "" || !strings.Contains(e.Body, eid) {
+			t.Errorf("a panic in the error handler: body %q, want a 500 naming request id %q", e.Body, eid)
 		}
 		a.createNamed(t, "Still Serving")
-		a.get(t, "/orders", hPage).wantStatus(t, http.StatusOK).wantContains(t, "Still Serving")
+		a.get(t, "/orders", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Still Serving")
 	})
 
 	t.Run("4 a damaged order hash is skipped, never a panic", func(t *testing.T) {
@@ -83,11 +82,11 @@ func TestIssue8Findings(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg.Client.ZAdd(ctx, "ix:{id}:pending", redis.Z{Score: 2, Member: "2"})
-		a.get(t, path(2), hJSON).wantStatus(t, http.StatusNotFound)
-		a.do(t, http.MethodPut, path(2), jsonBody(map[string]any{"customer": "x"}), hJSON).wantStatus(t, http.StatusNotFound)
-		r := a.get(t, "/orders", hJSON).wantStatus(t, http.StatusOK)
-		if !strings.Contains(r.body, "Whole Order") || strings.Contains(r.body, "Broken") {
-			t.Errorf("list with a damaged order: %s", snippet(r.body))
+		a.get(t, path(2), testutil.HJSON).WantStatus(t, http.StatusNotFound)
+		a.do(t, http.MethodPut, path(2), testutil.JSON(map[string]any{"customer": "x"}), testutil.HJSON).WantStatus(t, http.StatusNotFound)
+		r := a.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusOK)
+		if !strings.Contains(r.Body, "Whole Order") || strings.Contains(r.Body, "Broken") {
+			t.Errorf("list with a damaged order: %s", testutil.Snippet(r.Body))
 		}
 	})
 
@@ -148,8 +147,8 @@ func TestIssue8Findings(t *testing.T) {
 			t.Errorf("%d orders after refused compressed bodies, want 1", n)
 		}
 		// identity is no encoding at all.
-		a.do(t, http.MethodPost, "/orders", jsonBody(map[string]any{"customer": "Plain"}), hJSON.with(H{"Content-Encoding": "identity"})).
-			wantStatus(t, http.StatusCreated)
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Plain"}), testutil.HJSON.With(testutil.H{"Content-Encoding": "identity"})).
+			WantStatus(t, http.StatusCreated)
 	})
 
 	t.Run("6 a Host the server does not answer to gets 421 before any work (DNS rebinding)", func(t *testing.T) {
@@ -157,18 +156,18 @@ func TestIssue8Findings(t *testing.T) {
 		o := a.createNamed(t, "Rebind Target")
 		// The issue's reproduction: a rebinding page's own name, Origin and
 		// Sec-Fetch-Site all agree with each other.
-		evil := H{"Origin": "http://r.evil.test:3000", "Sec-Fetch-Site": "same-origin"}
+		evil := testutil.H{"Origin": "http://r.evil.test:3000", "Sec-Fetch-Site": "same-origin"}
 		for _, m := range []string{http.MethodDelete, http.MethodGet} {
-			r := a.do(t, m, "http://r.evil.test:3000"+path(o.ID), noBody, hJSON.with(evil)).wantStatus(t, http.StatusMisdirectedRequest)
-			if strings.Contains(r.body, "Rebind Target") || r.object(t)["request_id"] == nil {
-				t.Errorf("%s under a foreign host: body %s, want an error with a request id and no order", m, r.body)
+			r := a.do(t, m, "http://r.evil.test:3000"+path(o.ID), testutil.NoBody, testutil.HJSON.With(evil)).WantStatus(t, http.StatusMisdirectedRequest)
+			if strings.Contains(r.Body, "Rebind Target") || r.Object(t)["request_id"] == nil {
+				t.Errorf("%s under a foreign host: body %s, want an error with a request id and no order", m, r.Body)
 			}
 		}
-		a.do(t, http.MethodPut, "http://r.evil.test:3000"+path(o.ID), jsonBody(map[string]any{"customer": "Stolen"}), hJSON.with(evil)).
-			wantStatus(t, http.StatusMisdirectedRequest)
-		a.do(t, http.MethodPost, "http://r.evil.test/orders", jsonBody(map[string]any{"customer": "Planted"}), hJSON).
-			wantStatus(t, http.StatusMisdirectedRequest)
-		a.get(t, "http://r.evil.test/orders", hPage).wantStatus(t, http.StatusMisdirectedRequest).wantPage(t, "error")
+		a.do(t, http.MethodPut, "http://r.evil.test:3000"+path(o.ID), testutil.JSON(map[string]any{"customer": "Stolen"}), testutil.HJSON.With(evil)).
+			WantStatus(t, http.StatusMisdirectedRequest)
+		a.do(t, http.MethodPost, "http://r.evil.test/orders", testutil.JSON(map[string]any{"customer": "Planted"}), testutil.HJSON).
+			WantStatus(t, http.StatusMisdirectedRequest)
+		a.get(t, "http://r.evil.test/orders", testutil.HPage).WantStatus(t, http.StatusMisdirectedRequest).WantPage(t, "error")
 		if got := a.fetch(t, o.ID); got.Version != o.Version || got.Customer != o.Customer {
 			t.Errorf("order after requests under a foreign host: %+v, want it as it was", got)
 		}
@@ -178,22 +177,22 @@ func TestIssue8Findings(t *testing.T) {
 		// IP literals, localhost and the configured names pass, in any case
 		// and with a trailing dot; probes use IP literals and localhost.
 		for _, host := range []string{"127.0.0.1:3000", "localhost:3000", "LOCALHOST", "app.localhost:3000", "[::1]:3000", "10.1.2.3", "example.com", "Example.COM.:3000"} {
-			a.do(t, http.MethodGet, "http://"+host+path(o.ID), noBody, hJSON).wantStatus(t, http.StatusOK)
+			a.do(t, http.MethodGet, "http://"+host+path(o.ID), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusOK)
 		}
 		for _, p := range []string{"/healthz", "/readyz"} {
-			a.get(t, "http://127.0.0.1:3000"+p, H{}).wantStatus(t, http.StatusOK)
-			a.get(t, "http://localhost"+p, H{}).wantStatus(t, http.StatusOK)
+			a.get(t, "http://127.0.0.1:3000"+p, testutil.H{}).WantStatus(t, http.StatusOK)
+			a.get(t, "http://localhost"+p, testutil.H{}).WantStatus(t, http.StatusOK)
 		}
 		// A same-origin write under an allowed name still passes: the
 		// origin check compares Origin with the Host that passed.
-		a.do(t, http.MethodPut, "http://localhost:3000"+path(o.ID), jsonBody(map[string]any{"customer": "Renamed Here"}),
-			hJSON.with(H{"Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-origin"})).wantStatus(t, http.StatusOK)
+		a.do(t, http.MethodPut, "http://localhost:3000"+path(o.ID), testutil.JSON(map[string]any{"customer": "Renamed Here"}),
+			testutil.HJSON.With(testutil.H{"Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-origin"})).WantStatus(t, http.StatusOK)
 
 		// No names configured (the default): IP literals and localhost only.
 		d := newTestApp(t, "miniredis", a.store, func(c *Config) { c.AllowedHosts = nil })
-		d.get(t, "http://example.com"+path(o.ID), hJSON).wantStatus(t, http.StatusMisdirectedRequest)
-		d.get(t, "http://127.0.0.1:3000"+path(o.ID), hJSON).wantStatus(t, http.StatusOK)
-		d.get(t, "http://localhost:3000"+path(o.ID), hJSON).wantStatus(t, http.StatusOK)
+		d.get(t, "http://example.com"+path(o.ID), testutil.HJSON).WantStatus(t, http.StatusMisdirectedRequest)
+		d.get(t, "http://127.0.0.1:3000"+path(o.ID), testutil.HJSON).WantStatus(t, http.StatusOK)
+		d.get(t, "http://localhost:3000"+path(o.ID), testutil.HJSON).WantStatus(t, http.StatusOK)
 
 		// A name that could never match is refused at start, not ignored.
 		for _, c := range []Config{{AllowedHosts: []string{"orders.example:3000"}}, {AllowedHosts: []string{"https://orders.example"}},
@@ -210,19 +209,19 @@ func TestIssue8Findings(t *testing.T) {
 		o := a.createNamed(t, "Forwarded")
 		for _, c := range []struct {
 			name string
-			h    H
+			h    testutil.H
 		}{
 			// The host the origin check compares with stays the Host header.
-			{"X-Forwarded-Host", H{"X-Forwarded-Host": "r.evil.test", "Origin": "http://r.evil.test", "Sec-Fetch-Site": "same-origin"}},
+			{"X-Forwarded-Host", testutil.H{"X-Forwarded-Host": "r.evil.test", "Origin": "http://r.evil.test", "Sec-Fetch-Site": "same-origin"}},
 			// The scheme stays http.
-			{"X-Forwarded-Proto", H{"X-Forwarded-Proto": "https", "Origin": "https://example.com", "Sec-Fetch-Site": "same-origin"}},
+			{"X-Forwarded-Proto", testutil.H{"X-Forwarded-Proto": "https", "Origin": "https://example.com", "Sec-Fetch-Site": "same-origin"}},
 		} {
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "Forged"}), hJSON.with(c.h)).
-				wantStatus(t, http.StatusForbidden)
-			a.do(t, http.MethodPost, "/orders", jsonBody(map[string]any{"customer": "Forged"}), hJSON.with(c.h)).
-				wantStatus(t, http.StatusForbidden)
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "Forged"}), testutil.HJSON.With(c.h)).
+				WantStatus(t, http.StatusForbidden)
+			a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Forged"}), testutil.HJSON.With(c.h)).
+				WantStatus(t, http.StatusForbidden)
 			// Nor does it make the app answer to another host.
-			a.get(t, path(o.ID), hJSON.with(H{"X-Forwarded-Host": "r.evil.test"})).wantStatus(t, http.StatusOK)
+			a.get(t, path(o.ID), testutil.HJSON.With(testutil.H{"X-Forwarded-Host": "r.evil.test"})).WantStatus(t, http.StatusOK)
 		}
 		if got := a.fetch(t, o.ID); got.Version != o.Version || got.Customer != o.Customer {
 			t.Errorf("order after forged X-Forwarded-* writes: %+v, want it as it was", got)
@@ -233,9 +232,9 @@ func TestIssue8Findings(t *testing.T) {
 		// From a trusted proxy (app.Test's requests come from 0.0.0.0) the
 		// same headers count, and the forwarded host is checked too.
 		p := newTestApp(t, "miniredis", a.store, func(c *Config) { c.TrustedProxies = []string{"0.0.0.0"} })
-		p.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "Through TLS"}),
-			hJSON.with(H{"X-Forwarded-Proto": "https", "Origin": "https://example.com", "Sec-Fetch-Site": "same-origin"})).wantStatus(t, http.StatusOK)
-		p.get(t, path(o.ID), hJSON.with(H{"X-Forwarded-Host": "r.evil.test"})).wantStatus(t, http.StatusMisdirectedRequest)
+		p.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "Through TLS"}),
+			testutil.HJSON.With(testutil.H{"X-Forwarded-Proto": "https", "Origin": "https://example.com", "Sec-Fetch-Site": "same-origin"})).WantStatus(t, http.StatusOK)
+		p.get(t, path(o.ID), testutil.HJSON.With(testutil.H{"X-Forwarded-Host": "r.evil.test"})).WantStatus(t, http.StatusMisdirectedRequest)
 	})
 
 	t.Run("9 two Content-Length headers, or Content-Length with Transfer-Encoding, are 400 and end the connection", func(t *testing.T) {
@@ -258,7 +257,7 @@ func TestIssue8Findings(t *testing.T) {
 		} {
 			got := exchange(t, addr, post+c.headers+"\r\n"+c.body)
 			if !strings.HasPrefix(got, "HTTP/1.1 400") || strings.Count(got, "HTTP/1.1 ") != 1 {
-				t.Errorf("%s: got %q, want one 400 and the connection closed", c.name, snippet(got))
+				t.Errorf("%s: got %q, want one 400 and the connection closed", c.name, testutil.Snippet(got))
 			}
 		}
 		if got := a.fetch(t, o.ID); got.Version != o.Version {
@@ -269,10 +268,10 @@ func TestIssue8Findings(t *testing.T) {
 		}
 		// One length, or chunked alone, is a request like any other.
 		if got := exchange(t, addr, post+"Connection: close\r\nContent-Length: 22\r\n\r\n"+obj); !strings.HasPrefix(got, "HTTP/1.1 201") {
-			t.Errorf("one Content-Length: got %q, want 201", snippet(got))
+			t.Errorf("one Content-Length: got %q, want 201", testutil.Snippet(got))
 		}
 		if got := exchange(t, addr, post+"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"+fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(obj), obj)); !strings.HasPrefix(got, "HTTP/1.1 201") {
-			t.Errorf("chunked: got %q, want 201", snippet(got))
+			t.Errorf("chunked: got %q, want 201", testutil.Snippet(got))
 		}
 	})
 
@@ -288,19 +287,19 @@ func TestIssue8Findings(t *testing.T) {
 				Total      int64
 				Prev, Next *string
 			}
-			a.get(t, "/orders?per_page=100&page="+page, hJSON).wantStatus(t, http.StatusOK).json(t, &l)
+			a.get(t, "/orders?per_page=100&page="+page, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &l)
 			if len(l.Orders) != 0 || l.Next != nil || l.Total != 3 || l.Prev == nil || *l.Prev != "/orders?per_page=100" {
 				t.Errorf("page %s: %d orders, total %d, prev %v, next %v; want none, 3, the first page, none", page, len(l.Orders), l.Total, deref(l.Prev), deref(l.Next))
 			}
-			a.get(t, "/orders?per_page=100&page="+page, hPage).wantStatus(t, http.StatusOK).wantLacks(t, `rel="next"`)
+			a.get(t, "/orders?per_page=100&page="+page, testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, `rel="next"`)
 		}
 		// The last real page has no next either; the one before it has.
 		var l struct{ Next *string }
-		a.get(t, "/orders?per_page=2&page=2", hJSON).json(t, &l)
+		a.get(t, "/orders?per_page=2&page=2", testutil.HJSON).JSON(t, &l)
 		if l.Next != nil {
 			t.Errorf("last page: next %v, want none", deref(l.Next))
 		}
-		a.get(t, "/orders?per_page=2&page=1", hJSON).json(t, &l)
+		a.get(t, "/orders?per_page=2&page=1", testutil.HJSON).JSON(t, &l)
 		if l.Next == nil || *l.Next != "/orders?page=2&per_page=2" {
 			t.Errorf("first of two pages: next %v, want /orders?page=2&per_page=2", deref(l.Next))
 		}
@@ -309,37 +308,37 @@ func TestIssue8Findings(t *testing.T) {
 	t.Run("9 a notice shows once: cleared on its path, never stored, never answered by a 304", func(t *testing.T) {
 		a, _ := newApp(t)
 		o := a.createNamed(t, "Notice")
-		cookie := H{"Cookie": "notice=Order+1+saved."}
+		cookie := testutil.H{"Cookie": "notice=Order+1+saved."}
 		for _, target := range []string{path(o.ID), "/orders"} {
 			// The If-None-Match names the current version: without the
 			// notice this would be a 304 replaying a cached page.
-			r := a.get(t, target, hPage.with(cookie).with(H{"If-None-Match": `"o1v1-page"`})).
-				wantStatus(t, http.StatusOK).wantContains(t, "Order 1 saved.")
-			sc := strings.ToLower(r.header.Get("Set-Cookie"))
+			r := a.get(t, target, testutil.HPage.With(cookie).With(testutil.H{"If-None-Match": `"o1v1-page"`})).
+				WantStatus(t, http.StatusOK).WantContains(t, "Order 1 saved.")
+			sc := strings.ToLower(r.Header.Get("Set-Cookie"))
 			if !strings.HasPrefix(sc, "notice=;") || !strings.Contains(sc, "path=/") || !strings.Contains(sc, "max-age=0") && !strings.Contains(sc, "expires=thu, 01 jan 1970") {
 				t.Errorf("GET %s: clearing the notice cookie with Set-Cookie %q, want it expired with Path=/ (the Path it was set with)", target, sc)
 			}
-			if et := r.header.Get("ETag"); et != "" {
+			if et := r.Header.Get("ETag"); et != "" {
 				t.Errorf("GET %s: a page carrying a notice has ETag %q: a cache would replay the notice", target, et)
 			}
-			if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+			if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 				t.Errorf("GET %s: a page carrying a notice has Cache-Control %q, want no-store", target, cc)
 			}
 		}
 		// Without the cookie the page is cacheable again, and has no notice.
-		r := a.get(t, path(o.ID), hPage).wantStatus(t, http.StatusOK).wantLacks(t, "Order 1 saved.")
-		a.get(t, path(o.ID), hPage.with(H{"If-None-Match": r.header.Get("ETag")})).wantStatus(t, http.StatusNotModified)
+		r := a.get(t, path(o.ID), testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, "Order 1 saved.")
+		a.get(t, path(o.ID), testutil.HPage.With(testutil.H{"If-None-Match": r.Header.Get("ETag")})).WantStatus(t, http.StatusNotModified)
 	})
 
 	t.Run("9 a 304 carries the Cache-Control, ETag and Vary of its 200", func(t *testing.T) {
 		a, _ := newApp(t)
 		o := a.createNamed(t, "Cached")
-		for _, h := range []H{hJSON, hPage, hHX, hxTo("tr#" + rowID(o.ID))} {
-			ok := a.get(t, path(o.ID), h).wantStatus(t, http.StatusOK)
-			nm := a.get(t, path(o.ID), h.with(H{"If-None-Match": ok.header.Get("ETag")})).wantStatus(t, http.StatusNotModified)
+		for _, h := range []testutil.H{testutil.HJSON, testutil.HPage, testutil.HHX, testutil.HXTo("tr#" + rowID(o.ID))} {
+			ok := a.get(t, path(o.ID), h).WantStatus(t, http.StatusOK)
+			nm := a.get(t, path(o.ID), h.With(testutil.H{"If-None-Match": ok.Header.Get("ETag")})).WantStatus(t, http.StatusNotModified)
 			for _, k := range []string{"Cache-Control", "ETag", "Vary"} {
-				if nm.header.Get(k) != ok.header.Get(k) || ok.header.Get(k) == "" {
-					t.Errorf("%s: 304 %s %q, 200 %q: want the same, and set", ok.what, k, nm.header.Get(k), ok.header.Get(k))
+				if nm.Header.Get(k) != ok.Header.Get(k) || ok.Header.Get(k) == "" {
+					t.Errorf("%s: 304 %s %q, 200 %q: want the same, and set", ok.What, k, nm.Header.Get(k), ok.Header.Get(k))
 				}
 			}
 		}
@@ -349,38 +348,38 @@ func TestIssue8Findings(t *testing.T) {
 		a, _ := newApp(t)
 		o := a.create(t, map[string]any{"customer": "No Items"})
 		for _, put := range []map[string]any{{}, {"customer": "No Items"}, {"customer": "Renamed"}} {
-			r := a.do(t, http.MethodPut, path(o.ID), jsonBody(put), hJSON).wantStatus(t, http.StatusOK)
-			if !strings.Contains(r.body, `"items":[]`) {
-				t.Errorf("PUT %v: body %s, want \"items\":[]", put, r.body)
+			r := a.do(t, http.MethodPut, path(o.ID), testutil.JSON(put), testutil.HJSON).WantStatus(t, http.StatusOK)
+			if !strings.Contains(r.Body, `"items":[]`) {
+				t.Errorf("PUT %v: body %s, want \"items\":[]", put, r.Body)
 			}
 		}
 		if got := a.fetch(t, o.ID); got.Version != 2 {
 			t.Errorf("after two no-op PUTs and one change: version %d, want 2", got.Version)
 		}
-		if r := a.get(t, path(o.ID), hJSON); !strings.Contains(r.body, `"items":[]`) {
-			t.Errorf("GET after the PUTs: body %s, want \"items\":[]", r.body)
+		if r := a.get(t, path(o.ID), testutil.HJSON); !strings.Contains(r.Body, `"items":[]`) {
+			t.Errorf("GET after the PUTs: body %s, want \"items\":[]", r.Body)
 		}
 	})
 
 	t.Run("9 DELETE with an empty or malformed version is 400 like a PUT's, and deletes nothing", func(t *testing.T) {
 		a, _ := newApp(t)
 		o := a.createNamed(t, "Keep Me")
-		put := a.do(t, http.MethodPut, path(o.ID), form("version", "abc", "customer", "x"), hJSON)
-		if put.status != http.StatusBadRequest {
-			t.Fatalf("PUT with version abc: %d, want 400 (what DELETE is held to)", put.status)
+		put := a.do(t, http.MethodPut, path(o.ID), testutil.Form("version", "abc", "customer", "x"), testutil.HJSON)
+		if put.Status != http.StatusBadRequest {
+			t.Fatalf("PUT with version abc: %d, want 400 (what DELETE is held to)", put.Status)
 		}
 		for _, q := range []string{"?version=", "?version", "?version=abc", "?version=0", "?version=-1", "?version=1.5", "?version=%20"} {
-			r := a.do(t, http.MethodDelete, path(o.ID)+q, noBody, hJSON).wantStatus(t, put.status)
-			if msg, _ := r.object(t)["error"].(string); !strings.Contains(msg, "version") {
+			r := a.do(t, http.MethodDelete, path(o.ID)+q, testutil.NoBody, testutil.HJSON).WantStatus(t, put.Status)
+			if msg, _ := r.Object(t)["error"].(string); !strings.Contains(msg, "version") {
 				t.Errorf("DELETE %s: error %q, want it to name the version", q, msg)
 			}
-			a.do(t, http.MethodDelete, path(o.ID)+q, noBody, hxTo("tr#"+rowID(o.ID))).wantStatus(t, put.status)
+			a.do(t, http.MethodDelete, path(o.ID)+q, testutil.NoBody, testutil.HXTo("tr#"+rowID(o.ID))).WantStatus(t, put.Status)
 		}
-		a.do(t, http.MethodPost, path(o.ID), form("_method", "DELETE", "version", ""), hJSON).wantStatus(t, put.status)
+		a.do(t, http.MethodPost, path(o.ID), testutil.Form("_method", "DELETE", "version", ""), testutil.HJSON).WantStatus(t, put.Status)
 		if got := a.fetch(t, o.ID); got.Version != o.Version {
 			t.Errorf("order after refused deletes: %+v, want it as it was", got)
 		}
-		a.do(t, http.MethodDelete, path(o.ID)+"?version=1", noBody, hJSON).wantStatus(t, http.StatusNoContent)
+		a.do(t, http.MethodDelete, path(o.ID)+"?version=1", testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNoContent)
 	})
 
 	t.Run("9 _method is read from the form body only, never the query", func(t *testing.T) {
@@ -388,23 +387,23 @@ func TestIssue8Findings(t *testing.T) {
 		o := a.createNamed(t, "Not Deleted")
 		for _, c := range []struct {
 			name string
-			b    body
+			b    testutil.Body
 		}{
-			{"urlencoded", form("customer", "x")},
-			{"multipart", multipartForm("customer", "x")},
+			{"urlencoded", testutil.Form("customer", "x")},
+			{"multipart", testutil.Multipart("customer", "x")},
 		} {
 			for _, m := range []string{"DELETE", "PUT"} {
-				r := a.do(t, http.MethodPost, path(o.ID)+"?_method="+m, c.b, hJSON)
-				if r.status != http.StatusMethodNotAllowed {
-					t.Errorf("%s POST %s?_method=%s: %d, want 405 (a POST on a member)", c.name, path(o.ID), m, r.status)
+				r := a.do(t, http.MethodPost, path(o.ID)+"?_method="+m, c.b, testutil.HJSON)
+				if r.Status != http.StatusMethodNotAllowed {
+					t.Errorf("%s POST %s?_method=%s: %d, want 405 (a POST on a member)", c.name, path(o.ID), m, r.Status)
 				}
 			}
 		}
 		if got := a.fetch(t, o.ID); got.Version != o.Version || got.Customer != o.Customer {
 			t.Errorf("order after POSTs with _method in the query: %+v, want it as it was", got)
 		}
-		a.do(t, http.MethodPost, path(o.ID), form("_method", "PUT", "customer", "Renamed"), hJSON).wantStatus(t, http.StatusOK)
-		a.do(t, http.MethodPost, path(o.ID), multipartForm("_method", "DELETE"), hJSON).wantStatus(t, http.StatusNoContent)
+		a.do(t, http.MethodPost, path(o.ID), testutil.Form("_method", "PUT", "customer", "Renamed"), testutil.HJSON).WantStatus(t, http.StatusOK)
+		a.do(t, http.MethodPost, path(o.ID), testutil.Multipart("_method", "DELETE"), testutil.HJSON).WantStatus(t, http.StatusNoContent)
 		a.wantGone(t, o.ID)
 	})
 
@@ -429,7 +428,7 @@ func TestIssue8Findings(t *testing.T) {
 			{"override in sku", map[string]any{"customer": "Ada", "items": []any{map[string]any{"sku": "KBD\u2067", "name": "Keyboard", "quantity": 1, "unit_price": "1.00"}}}, "items[0][sku]", bidiMsg},
 		} {
 			var e struct{ Errors map[string]string }
-			a.do(t, http.MethodPost, "/orders", jsonBody(c.order), hJSON).wantStatus(t, http.StatusUnprocessableEntity).json(t, &e)
+			a.do(t, http.MethodPost, "/orders", testutil.JSON(c.order), testutil.HJSON).WantStatus(t, http.StatusUnprocessableEntity).JSON(t, &e)
 			if !strings.Contains(e.Errors[c.key], c.msg) {
 				t.Errorf("%s: errors %v, want %s: %q", c.name, e.Errors, c.key, c.msg)
 			}
@@ -439,8 +438,8 @@ func TestIssue8Findings(t *testing.T) {
 		}
 		// A PUT is held to the same rules, and changes nothing when refused.
 		o := a.createNamed(t, "Ada")
-		a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "\u2060"}), hJSON).wantStatus(t, http.StatusUnprocessableEntity)
-		a.do(t, http.MethodPut, path(o.ID), form("customer", "A\u202eda"), hJSON).wantStatus(t, http.StatusUnprocessableEntity)
+		a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "\u2060"}), testutil.HJSON).WantStatus(t, http.StatusUnprocessableEntity)
+		a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "A\u202eda"), testutil.HJSON).WantStatus(t, http.StatusUnprocessableEntity)
 		if got := a.fetch(t, o.ID); got.Version != o.Version || got.Customer != "Ada" {
 			t.Errorf("order after refused PUTs: %+v, want it as it was", got)
 		}
@@ -461,7 +460,7 @@ func TestIssue8Findings(t *testing.T) {
 		}
 		for _, q := range []string{"zo%C3%A9", "zoe%CC%81"} {
 			var l struct{ Total int64 }
-			a.get(t, "/orders?q="+q, hJSON).wantStatus(t, http.StatusOK).json(t, &l)
+			a.get(t, "/orders?q="+q, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &l)
 			if l.Total != 2 {
 				t.Errorf("search %s: total %d, want both orders", q, l.Total)
 			}
@@ -475,24 +474,6 @@ type panicsInErrorsAs struct{}
 
 func (panicsInErrorsAs) Error() string { return "an error that panics when inspected" }
 func (panicsInErrorsAs) As(any) bool   { panic("boom in the error handler") }
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serve runs a's application on a real listener until the test ends, and
 // returns its address.

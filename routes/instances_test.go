@@ -36,8 +36,8 @@ func TestTwoInstances(t *testing.T) {
 			}
 			b.update(t, o.ID, map[string]any{"status": "confirmed", "version": 1})
 			// Instance a still holds version 1: its write is stale.
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"notes": "late", "version": 1}), hJSON).
-				wantStatus(t, http.StatusConflict)
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"notes": "late", "version": 1}), testutil.HJSON).
+				WantStatus(t, http.StatusConflict)
 			if l := a.list(t, "/orders?status=confirmed"); l.Total != 1 {
 				t.Errorf("instance a lists %d confirmed orders after b confirmed one, want 1", l.Total)
 			}

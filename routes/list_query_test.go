@@ -52,12 +52,12 @@ func TestListQueryErrors(t *testing.T) {
 			for _, p := range []string{"/orders", "/orders/inquiry"} {
 				target := p + "?" + c.query
 				var e errorJSON
-				a.get(t, target, hJSON).wantStatus(t, http.StatusBadRequest).wantNegotiated(t).json(t, &e)
+				a.get(t, target, testutil.HJSON).WantStatus(t, http.StatusBadRequest).WantNegotiated(t).JSON(t, &e)
 				if !strings.Contains(e.Error, c.msg) {
 					t.Errorf("GET %s: got error %q, want it to say %q", target, e.Error, c.msg)
 				}
-				a.get(t, target, hPage).wantStatus(t, http.StatusBadRequest).wantPage(t, "error").wantContains(t, html.EscapeString(c.msg))
-				a.get(t, target, hxTo("div#order-results")).wantStatus(t, http.StatusBadRequest).wantFragment(t, "error")
+				a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, html.EscapeString(c.msg))
+				a.get(t, target, testutil.HXTo("div#order-results")).WantStatus(t, http.StatusBadRequest).WantFragment(t, "error")
 			}
 		}
 		// Every sort is accepted, in any case, with dates or without.
@@ -157,11 +157,11 @@ func TestListEmptyRange(t *testing.T) {
 	for _, p := range []string{"/orders", "/orders/inquiry"} {
 		target := p + "?from=2025-01-03&to=2025-01-01"
 		var l listPageLB
-		a.get(t, target, hJSON).wantStatus(t, http.StatusOK).json(t, &l)
+		a.get(t, target, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &l)
 		if len(l.Orders) != 0 || l.Total != 0 || l.Next != nil {
 			t.Errorf("GET %s: got %d orders, total %d, next %v; want none", target, len(l.Orders), l.Total, l.Next)
 		}
-		a.get(t, target, hPage).wantStatus(t, http.StatusOK).wantContains(t, "the “to” date 2025-01-01 is before the “from” date 2025-01-03")
+		a.get(t, target, testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "the “to” date 2025-01-01 is before the “from” date 2025-01-03")
 	}
 }
 
@@ -184,7 +184,7 @@ func TestListURLRoundTrip(t *testing.T) {
 
 		// JSON: prev and next keep everything but the page.
 		var l listPage
-		a.get(t, target, hJSON).wantStatus(t, http.StatusOK).json(t, &l)
+		a.get(t, target, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &l)
 		for name, link := range map[string]*string{"prev": l.Prev, "next": l.Next} {
 			if link == nil {
 				t.Errorf("GET %s: no %s link", target, name)
@@ -194,12 +194,12 @@ func TestListURLRoundTrip(t *testing.T) {
 		}
 
 		// HTML, as page and as the results fragment: every link to the list.
-		for _, h := range []H{hPage, hxTo("div#order-results")} {
-			r := a.get(t, target, h).wantStatus(t, http.StatusOK)
+		for _, h := range []testutil.H{testutil.HPage, testutil.HXTo("div#order-results")} {
+			r := a.get(t, target, h).WantStatus(t, http.StatusOK)
 			// The page-size links change per_page (25 is the default, left out).
-			body := r.body
+			body := r.Body
 			if m := pageSizeRE.FindString(body); m == "" {
-				t.Errorf("GET %s [%s]: no page-size choice", target, describe(h))
+				t.Errorf("%s: no page-size choice", r.What)
 			} else {
 				body = strings.Replace(body, m, "", 1)
 				for _, l := range hrefRE.FindAllStringSubmatch(m, -1) {
@@ -208,7 +208,7 @@ func TestListURLRoundTrip(t *testing.T) {
 			}
 			links := hrefRE.FindAllStringSubmatch(body, -1)
 			if len(links) < 8 {
-				t.Errorf("GET %s [%s]: only %d links to the list", target, describe(h), len(links))
+				t.Errorf("%s: only %d links to the list", r.What, len(links))
 			}
 			for _, m := range links {
 				u := html.UnescapeString(m[1])
@@ -224,7 +224,7 @@ func TestListURLRoundTrip(t *testing.T) {
 				}
 			}
 			// The results re-fetch themselves (after a delete) at this very URL.
-			if m := regexp.MustCompile(`<div id="order-results"[^>]* hx-get="([^"]*)"`).FindStringSubmatch(r.body); m == nil {
+			if m := regexp.MustCompile(`<div id="order-results"[^>]* hx-get="([^"]*)"`).FindStringSubmatch(r.Body); m == nil {
 				t.Errorf("GET %s: #order-results has no hx-get", target)
 			} else if got := html.UnescapeString(m[1]); got != p+"?"+full.Encode() {
 				t.Errorf("GET %s: #order-results refetches %q, want the same URL", target, got)
@@ -233,10 +233,10 @@ func TestListURLRoundTrip(t *testing.T) {
 
 		// The search form holds q, status, from and to, and keeps sort
 		// (the List's, hidden; the Inquiry's, a select) and per_page.
-		r := a.get(t, target, hPage)
-		r.wantContains(t, `value="customer"`, `<option value="pending" selected>`, `value="2025-01-02"`, `value="2025-01-11"`)
+		r := a.get(t, target, testutil.HPage)
+		r.WantContains(t, `value="customer"`, `<option value="pending" selected>`, `value="2025-01-02"`, `value="2025-01-11"`)
 		hidden := map[string]string{}
-		for _, m := range hiddenRE.FindAllStringSubmatch(r.body, -1) {
+		for _, m := range hiddenRE.FindAllStringSubmatch(r.Body, -1) {
 			hidden[m[1]] = m[2]
 		}
 		if hidden["per_page"] != "2" {
@@ -246,14 +246,14 @@ func TestListURLRoundTrip(t *testing.T) {
 			t.Errorf("GET %s: the search form keeps sort %q, want -total", target, hidden["sort"])
 		}
 		if p == "/orders/inquiry" {
-			r.wantContains(t, `<option value="-total" selected>`)
+			r.WantContains(t, `<option value="-total" selected>`)
 		}
 		if _, ok := hidden["page"]; ok {
 			t.Errorf("GET %s: the search form keeps the page; a new search starts at page 1", target)
 		}
 		// The results fragment updates the form's kept values.
-		f := a.get(t, target, hxTo("div#order-results"))
-		f.wantContains(t, `<hx-partial hx-target="#search-keep"`, `name="per_page" value="2"`)
+		f := a.get(t, target, testutil.HXTo("div#order-results"))
+		f.WantContains(t, `<hx-partial hx-target="#search-keep"`, `name="per_page" value="2"`)
 	}
 }
 
@@ -313,7 +313,7 @@ func TestListLowerBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plain listPageLB
-	a.get(t, "/orders", hJSON).wantStatus(t, http.StatusOK).json(t, &plain)
+	a.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &plain)
 	if plain.TotalIsLowerBound == nil || *plain.TotalIsLowerBound || plain.Total != store.MaxCandidates+100 {
 		t.Errorf("GET /orders: total %d, total_is_lower_bound %v; want %d, present and false", plain.Total, plain.TotalIsLowerBound, store.MaxCandidates+100)
 	}
@@ -321,7 +321,7 @@ func TestListLowerBound(t *testing.T) {
 	for _, q := range []string{"ada lovelace"} {
 		var l listPageLB
 		started := time.Now()
-		a.get(t, "/orders?q="+url.QueryEscape(q), hJSON).wantStatus(t, http.StatusOK).json(t, &l)
+		a.get(t, "/orders?q="+url.QueryEscape(q), testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &l)
 		t.Logf("q=%s over %d orders on miniredis: %s", q, store.MaxCandidates+100, time.Since(started).Round(time.Millisecond))
 		if l.TotalIsLowerBound == nil {
 			t.Fatalf("q=%s: no total_is_lower_bound", q)
@@ -333,7 +333,7 @@ func TestListLowerBound(t *testing.T) {
 		if l.Total < 1 || l.Next == nil {
 			t.Errorf("q=%s: a lower bound of %d with next %v; want a total and a next page", q, l.Total, l.Next)
 		}
-		a.get(t, "/orders?q="+url.QueryEscape(q), hPage).wantStatus(t, http.StatusOK).wantContains(t, "of at least ")
+		a.get(t, "/orders?q="+url.QueryEscape(q), testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "of at least ")
 	}
 	if !found {
 		t.Error("q=ada lovelace over more orders than store.MaxCandidates: total_is_lower_bound false, want true")
@@ -344,19 +344,19 @@ func TestListLowerBound(t *testing.T) {
 // and its title (issue 9 #7 and #8).
 func TestListWords(t *testing.T) {
 	a := datedApp(t, 30)
-	a.get(t, "/orders?page=999", hPage).wantStatus(t, http.StatusOK).
-		wantContains(t, "No orders on page 999 — 30 orders on 2 pages", "Go to the last page (2)", `href="/orders?page=2"`).
-		wantLacks(t, "0–0", `rel="next"`)
-	a.get(t, "/orders?page=2", hPage).wantContains(t, "Showing 26–30 of 30", `aria-current="page"`)
+	a.get(t, "/orders?page=999", testutil.HPage).WantStatus(t, http.StatusOK).
+		WantContains(t, "No orders on page 999 — 30 orders on 2 pages", "Go to the last page (2)", `href="/orders?page=2"`).
+		WantLacks(t, "0–0", `rel="next"`)
+	a.get(t, "/orders?page=2", testutil.HPage).WantContains(t, "Showing 26–30 of 30", `aria-current="page"`)
 	// A search in a sort says it comes in match order; without a sort asked, it does not.
-	a.get(t, "/orders?q=customer&sort=customer", hPage).wantContains(t, "Search results come in match order")
-	a.get(t, "/orders?q=customer", hPage).wantLacks(t, "Search results come in match order")
+	a.get(t, "/orders?q=customer&sort=customer", testutil.HPage).WantContains(t, "Search results come in match order")
+	a.get(t, "/orders?q=customer", testutil.HPage).WantLacks(t, "Search results come in match order")
 	// aria-sort on the sorted header only; none on a search.
-	r := a.get(t, "/orders?sort=-total", hPage)
-	if n := strings.Count(r.body, "aria-sort="); n != 1 || !strings.Contains(r.body, `aria-sort="descending"><a class="sort" data-sort="total"`) {
+	r := a.get(t, "/orders?sort=-total", testutil.HPage)
+	if n := strings.Count(r.Body, "aria-sort="); n != 1 || !strings.Contains(r.Body, `aria-sort="descending"><a class="sort" data-sort="total"`) {
 		t.Errorf("sort=-total: %d aria-sort attributes, want one, descending, on Total", n)
 	}
-	if n := strings.Count(a.get(t, "/orders?q=customer&sort=-total", hPage).body, "aria-sort="); n != 0 {
+	if n := strings.Count(a.get(t, "/orders?q=customer&sort=-total", testutil.HPage).Body, "aria-sort="); n != 0 {
 		t.Errorf("a search has %d aria-sort attributes, want none (match order)", n)
 	}
 	// Titles: the list is "Orders", not "Orders · Orders"; fragments carry theirs.
@@ -367,15 +367,15 @@ func TestListWords(t *testing.T) {
 		{"/orders/inquiry", "<title>Inquiry · Orders</title>"},
 		{"/orders/inquiry?from=2025-01-02", "<title>Inquiry: created from 2025-01-02 · Orders</title>"},
 	} {
-		a.get(t, c.target, hPage).wantContains(t, c.title)
-		a.get(t, c.target, hxTo("div#order-results")).wantContains(t, c.title)
+		a.get(t, c.target, testutil.HPage).WantContains(t, c.title)
+		a.get(t, c.target, testutil.HXTo("div#order-results")).WantContains(t, c.title)
 	}
-	a.get(t, "/orders", hPage).wantLacks(t, "Orders · Orders")
-	a.get(t, "/orders/1", hxTo("main#main")).wantContains(t, "<title>Order 1 · ")
-	a.get(t, "/orders/new", hxTo("main#main")).wantContains(t, "<title>New order · Orders</title>")
+	a.get(t, "/orders", testutil.HPage).WantLacks(t, "Orders · Orders")
+	a.get(t, "/orders/1", testutil.HXTo("main#main")).WantContains(t, "<title>Order 1 · ")
+	a.get(t, "/orders/new", testutil.HXTo("main#main")).WantContains(t, "<title>New order · Orders</title>")
 	// A row fragment is not a page: it carries no title.
-	a.get(t, "/orders/1", hxTo("tr#order-row-1")).wantLacks(t, "<title>")
-	a.get(t, "/orders/1/edit", hxTo("tr#order-row-1")).wantLacks(t, "<title>")
+	a.get(t, "/orders/1", testutil.HXTo("tr#order-row-1")).WantLacks(t, "<title>")
+	a.get(t, "/orders/1/edit", testutil.HXTo("tr#order-row-1")).WantLacks(t, "<title>")
 }
 
 // TestListDeleteRefetch (issue 9 #8): a row's delete tells the results to
@@ -383,10 +383,10 @@ func TestListWords(t *testing.T) {
 func TestListDeleteRefetch(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		o := a.createNamed(t, "Ada Lovelace")
-		r := a.do(t, "DELETE", path(o.ID)+"?version=1", noBody, hxTo("tr#"+rowID(o.ID))).wantStatus(t, http.StatusOK)
-		if got := r.header.Get("HX-Trigger"); got != `{"orders-changed": {"target": "#order-results"}}` {
+		r := a.do(t, "DELETE", path(o.ID)+"?version=1", testutil.NoBody, testutil.HXTo("tr#"+rowID(o.ID))).WantStatus(t, http.StatusOK)
+		if got := r.Header.Get("HX-Trigger"); got != `{"orders-changed": {"target": "#order-results"}}` {
 			t.Errorf("a row's delete: HX-Trigger %q, want the results' refetch event", got)
 		}
-		a.get(t, "/orders", hPage).wantContains(t, `hx-trigger="orders-changed"`)
+		a.get(t, "/orders", testutil.HPage).WantContains(t, `hx-trigger="orders-changed"`)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"orders/testutil"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,7 +26,7 @@ type listPage struct {
 func (a *testApp) list(t *testing.T, target string) listPage {
 	t.Helper()
 	var l listPage
-	a.get(t, target, hJSON).wantStatus(t, http.StatusOK).wantNegotiated(t).json(t, &l)
+	a.get(t, target, testutil.HJSON).WantStatus(t, http.StatusOK).WantNegotiated(t).JSON(t, &l)
 	return l
 }
 
@@ -123,11 +124,11 @@ func TestListQuery(t *testing.T) {
 			for _, q := range []string{"status=bogus", "page=abc", "per_page=1.5"} {
 				for _, p := range []string{"/orders", "/orders/inquiry"} {
 					var e errorJSON
-					a.get(t, p+"?"+q, hJSON).wantStatus(t, http.StatusBadRequest).wantNegotiated(t).json(t, &e)
+					a.get(t, p+"?"+q, testutil.HJSON).WantStatus(t, http.StatusBadRequest).WantNegotiated(t).JSON(t, &e)
 					if e.Error == "" {
 						t.Errorf("GET %s?%s: got %+v, want an error message", p, q, e)
 					}
-					a.get(t, p+"?"+q, hPage).wantStatus(t, http.StatusBadRequest).wantPage(t, "error")
+					a.get(t, p+"?"+q, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error")
 				}
 			}
 		})
@@ -161,34 +162,34 @@ func TestListQuery(t *testing.T) {
 
 		t.Run("html pager and search keep the query", func(t *testing.T) {
 			for _, c := range []struct{ p, root string }{{"/orders", "orders"}, {"/orders/inquiry", "inquiry"}} {
-				r := a.get(t, c.p+"?q=al&status=pending&per_page=1&page=2", hPage).wantStatus(t, http.StatusOK).wantPage(t, c.root)
-				r.wantContains(t, `id="q"`, `value="al"`, `<option value="pending" selected>`, `name="per_page" value="1"`, "Showing 2–2 of 3")
-				links := pagerLinks(r.body)
+				r := a.get(t, c.p+"?q=al&status=pending&per_page=1&page=2", testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, c.root)
+				r.WantContains(t, `id="q"`, `value="al"`, `<option value="pending" selected>`, `name="per_page" value="1"`, "Showing 2–2 of 3")
+				links := pagerLinks(r.Body)
 				wantLink(t, "html prev", strp(links["prev"]), c.p, url.Values{"q": {"al"}, "status": {"pending"}, "per_page": {"1"}}, 1)
 				wantLink(t, "html next", strp(links["next"]), c.p, url.Values{"q": {"al"}, "status": {"pending"}, "per_page": {"1"}}, 3)
 				// The results fragment carries the same pager.
-				f := a.get(t, c.p+"?q=al&status=pending&per_page=1&page=2", hxTo("div#order-results")).wantStatus(t, http.StatusOK)
-				if fl := pagerLinks(f.body); fl["next"] != links["next"] || fl["prev"] != links["prev"] {
+				f := a.get(t, c.p+"?q=al&status=pending&per_page=1&page=2", testutil.HXTo("div#order-results")).WantStatus(t, http.StatusOK)
+				if fl := pagerLinks(f.Body); fl["next"] != links["next"] || fl["prev"] != links["prev"] {
 					t.Errorf("GET %s results fragment: got pager %v, want %v", c.p, fl, links)
 				}
 			}
 		})
 
 		t.Run("entries", func(t *testing.T) {
-			wantListJSON(t, a.get(t, "/orders", hJSON), false, 7)
-			wantListJSON(t, a.get(t, "/orders/inquiry", hJSON), true, 7)
+			wantListJSON(t, a.get(t, "/orders", testutil.HJSON), false, 7)
+			wantListJSON(t, a.get(t, "/orders/inquiry", testutil.HJSON), true, 7)
 			l := a.list(t, "/orders/inquiry?q=1")
 			if len(l.Orders) != 1 || len(l.Orders[0].Items) != 1 || l.Orders[0].Items[0].Name != "Widget" || l.Orders[0].Items[0].LineTotal != "3.00" {
 				t.Errorf("GET /orders/inquiry?q=1: got %+v, want order 1 with its Widget item", l.Orders)
 			}
 			// The Inquiry page shows the items; the List page does not.
-			a.get(t, "/orders/inquiry?q=alice", hPage).wantStatus(t, http.StatusOK).wantContains(t, "Widget", "Alice Smith", `id="inquiry-order-1"`)
-			a.get(t, "/orders?q=alice", hPage).wantStatus(t, http.StatusOK).wantContains(t, "Alice Smith", `id="order-row-1"`).wantLacks(t, "Widget")
+			a.get(t, "/orders/inquiry?q=alice", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Widget", "Alice Smith", `id="inquiry-order-1"`)
+			a.get(t, "/orders?q=alice", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Alice Smith", `id="order-row-1"`).WantLacks(t, "Widget")
 		})
 
 		t.Run("html empty", func(t *testing.T) {
-			a.get(t, "/orders?q=zz", hPage).wantStatus(t, http.StatusOK).wantContains(t, "No orders match “zz”")
-			a.get(t, "/orders?per_page=2&page=9", hPage).wantStatus(t, http.StatusOK).wantPage(t, "orders")
+			a.get(t, "/orders?q=zz", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "No orders match “zz”")
+			a.get(t, "/orders?per_page=2&page=9", testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, "orders")
 		})
 	})
 }
@@ -197,10 +198,10 @@ func TestListQuery(t *testing.T) {
 func TestListEscapes(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		o := a.createNamed(t, `<script>alert("x")</script> & Co`)
-		r := a.get(t, "/orders?q="+url.QueryEscape(`<script>`), hPage).wantStatus(t, http.StatusOK)
-		r.wantLacks(t, `<script>alert`).wantContains(t, "&lt;script&gt;alert")
-		a.get(t, path(o.ID), hPage).wantStatus(t, http.StatusOK).wantLacks(t, `<script>alert`)
-		a.get(t, "/orders?q="+url.QueryEscape(`"><b>`), hPage).wantStatus(t, http.StatusOK).wantLacks(t, `"><b>`)
+		r := a.get(t, "/orders?q="+url.QueryEscape(`<script>`), testutil.HPage).WantStatus(t, http.StatusOK)
+		r.WantLacks(t, `<script>alert`).WantContains(t, "&lt;script&gt;alert")
+		a.get(t, path(o.ID), testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, `<script>alert`)
+		a.get(t, "/orders?q="+url.QueryEscape(`"><b>`), testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, `"><b>`)
 	})
 }
 

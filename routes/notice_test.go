@@ -7,6 +7,7 @@ package routes
 import (
 	"net/http"
 	"net/url"
+	"orders/testutil"
 	"strings"
 	"testing"
 )
@@ -52,33 +53,33 @@ func regionOnPage(body, id string) string {
 
 // wantNotice checks that an htmx answer puts a notice of kind holding text
 // in its region and empties the other one.
-func wantNotice(t *testing.T, r *resp, kind, text string) {
+func wantNotice(t *testing.T, r *testutil.Resp, kind, text string) {
 	t.Helper()
 	region, other := "notice", "notice-alert"
 	if kind != noticeSuccess {
 		region, other = other, region
 	}
-	got, ok := regionPartial(r.body, region)
+	got, ok := regionPartial(r.Body, region)
 	if !ok {
-		t.Fatalf("%s: no <hx-partial> for #%s; body:\n%s", r.what, region, snippet(r.body))
+		t.Fatalf("%s: no <hx-partial> for #%s; body:\n%s", r.What, region, testutil.Snippet(r.Body))
 	}
 	label := map[string]string{noticeSuccess: "Success:", noticeWarning: "Warning:", noticeError: "Error:"}[kind]
 	for _, want := range []string{`class="notice notice-` + kind + `"`, label, text, `class="notice-icon"`, `data-dismiss-notice`} {
 		if !strings.Contains(got, want) {
-			t.Errorf("%s: #%s gets %q, want it to hold %q", r.what, region, got, want)
+			t.Errorf("%s: #%s gets %q, want it to hold %q", r.What, region, got, want)
 		}
 	}
-	if got, ok := regionPartial(r.body, other); !ok || strings.TrimSpace(got) != "" {
-		t.Errorf("%s: #%s gets %q (sent: %v), want it emptied: a new notice replaces every old one", r.what, other, got, ok)
+	if got, ok := regionPartial(r.Body, other); !ok || strings.TrimSpace(got) != "" {
+		t.Errorf("%s: #%s gets %q (sent: %v), want it emptied: a new notice replaces every old one", r.What, other, got, ok)
 	}
 }
 
 // wantNoNotice checks that an htmx answer empties both regions.
-func wantNoNotice(t *testing.T, r *resp) {
+func wantNoNotice(t *testing.T, r *testutil.Resp) {
 	t.Helper()
 	for _, id := range []string{"notice", "notice-alert"} {
-		if got, ok := regionPartial(r.body, id); !ok || strings.TrimSpace(got) != "" {
-			t.Errorf("%s: #%s gets %q (sent: %v), want it emptied: a notice does not carry into later screens", r.what, id, got, ok)
+		if got, ok := regionPartial(r.Body, id); !ok || strings.TrimSpace(got) != "" {
+			t.Errorf("%s: #%s gets %q (sent: %v), want it emptied: a notice does not carry into later screens", r.What, id, got, ok)
 		}
 	}
 }
@@ -91,47 +92,47 @@ func TestNoticeKinds(t *testing.T) {
 		o := a.create(t, map[string]any{"customer": "Notice Co", "items": []any{item("Tape", 1, "3.00")}})
 		row := "tr#" + rowID(o.ID)
 
-		r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Notice Co.", "version", "1"), hxTo(row)).wantStatus(t, http.StatusOK)
+		r := a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Notice Co.", "version", "1"), testutil.HXTo(row)).WantStatus(t, http.StatusOK)
 		wantNotice(t, r, noticeSuccess, "Order "+itoa(o.ID)+" saved.")
 
 		// The next answer, an error, replaces the "saved" notice.
-		r = a.do(t, http.MethodPut, path(o.ID), form("customer", "", "version", "2"), hxTo(row)).wantStatus(t, http.StatusUnprocessableEntity)
+		r = a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "", "version", "2"), testutil.HXTo(row)).WantStatus(t, http.StatusUnprocessableEntity)
 		wantNotice(t, r, noticeError, "Order "+itoa(o.ID)+" was not saved: please correct the marked fields.")
 
 		// The full form's 422 has its own summary (role=alert): the regions empty.
-		r = a.do(t, http.MethodPut, path(o.ID), form("customer", "", "version", "2"), hxTo("main#main")).wantStatus(t, http.StatusUnprocessableEntity)
+		r = a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "", "version", "2"), testutil.HXTo("main#main")).WantStatus(t, http.StatusUnprocessableEntity)
 		wantNoNotice(t, r)
-		r.wantContains(t, "The changes were not saved")
+		r.WantContains(t, "The changes were not saved")
 
 		// A stale version: a warning.
-		r = a.do(t, http.MethodPut, path(o.ID), form("customer", "Late", "version", "1"), hxTo("main#main")).wantStatus(t, http.StatusConflict)
+		r = a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Late", "version", "1"), testutil.HXTo("main#main")).WantStatus(t, http.StatusConflict)
 		wantNotice(t, r, noticeWarning, "was changed by someone else")
 
 		// Moving on (opening an inline edit, a search) clears it.
-		wantNoNotice(t, a.get(t, path(o.ID, "/edit"), hxTo(row)).wantStatus(t, http.StatusOK))
-		wantNoNotice(t, a.get(t, "/orders?q=notice", hxTo("div#order-results")).wantStatus(t, http.StatusOK))
+		wantNoNotice(t, a.get(t, path(o.ID, "/edit"), testutil.HXTo(row)).WantStatus(t, http.StatusOK))
+		wantNoNotice(t, a.get(t, "/orders?q=notice", testutil.HXTo("div#order-results")).WantStatus(t, http.StatusOK))
 
 		// Create and delete succeed with their notices.
-		r = a.do(t, http.MethodPost, "/orders", form("customer", "Second"), hxTo("main#main")).wantStatus(t, http.StatusCreated)
+		r = a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Second"), testutil.HXTo("main#main")).WantStatus(t, http.StatusCreated)
 		wantNotice(t, r, noticeSuccess, "created.")
 		doomed := a.createNamed(t, "Doomed")
-		r = a.do(t, http.MethodDelete, path(doomed.ID), noBody, hxTo("tr#"+rowID(doomed.ID))).wantStatus(t, http.StatusOK)
+		r = a.do(t, http.MethodDelete, path(doomed.ID), testutil.NoBody, testutil.HXTo("tr#"+rowID(doomed.ID))).WantStatus(t, http.StatusOK)
 		wantNotice(t, r, noticeSuccess, "Order "+itoa(doomed.ID)+" deleted.")
 
 		// An error htmx swaps (deleting what is gone, a stale delete) is
 		// said in the alert region; the row's delete swaps nothing else.
-		r = a.do(t, http.MethodDelete, path(doomed.ID), noBody, hxTo("tr#"+rowID(doomed.ID))).wantStatus(t, http.StatusNotFound)
+		r = a.do(t, http.MethodDelete, path(doomed.ID), testutil.NoBody, testutil.HXTo("tr#"+rowID(doomed.ID))).WantStatus(t, http.StatusNotFound)
 		wantNotice(t, r, noticeError, "") // its wording is the error's
-		r = a.do(t, http.MethodDelete, path(o.ID)+"?version=1", noBody, hxTo(row)).wantStatus(t, http.StatusConflict)
+		r = a.do(t, http.MethodDelete, path(o.ID)+"?version=1", testutil.NoBody, testutil.HXTo(row)).WantStatus(t, http.StatusConflict)
 		wantNotice(t, r, noticeError, "it was not deleted.")
-		a.get(t, "/orders", hPage).wantStatus(t, http.StatusOK).wantContains(t, `hx-status:4xx="swap:none"`)
+		a.get(t, "/orders", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, `hx-status:4xx="swap:none"`)
 
 		// A new order's form with a status message says it as an error.
-		r = a.do(t, http.MethodPost, "/orders", form("customer", "X", "status", "shipped"), hxTo("main#main")).wantStatus(t, http.StatusUnprocessableEntity)
+		r = a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "X", "status", "shipped"), testutil.HXTo("main#main")).WantStatus(t, http.StatusUnprocessableEntity)
 		wantNotice(t, r, noticeError, "Status: a new order starts as pending.")
 
 		// JSON answers carry no notice at all.
-		a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"notes": "n"}), hJSON).wantStatus(t, http.StatusOK).wantLacks(t, "notice")
+		a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"notes": "n"}), testutil.HJSON).WantStatus(t, http.StatusOK).WantLacks(t, "notice")
 	})
 }
 
@@ -140,31 +141,31 @@ func TestNoticeKinds(t *testing.T) {
 // cookie from before kinds (plain text) is a success.
 func TestFlashNoticeKinds(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
-		r := a.do(t, http.MethodPost, "/orders", form("customer", "Flash Co"), hPage).wantStatus(t, http.StatusSeeOther)
+		r := a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Flash Co"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
 		var cookie *http.Cookie
-		for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 			if c.Name == flashCookie {
 				cookie = c
 			}
 		}
 		if cookie == nil {
-			t.Fatalf("%s: no flash cookie in %q", r.what, r.header.Values("Set-Cookie"))
+			t.Fatalf("%s: no flash cookie in %q", r.What, r.Header.Values("Set-Cookie"))
 		}
 		if v, _ := url.QueryUnescape(cookie.Value); !strings.HasPrefix(v, "success:Order ") {
-			t.Errorf("%s: flash cookie %q, want success:Order N created.", r.what, v)
+			t.Errorf("%s: flash cookie %q, want success:Order N created.", r.What, v)
 		}
-		loc := r.header.Get("Location")
-		page := a.get(t, loc, hPage.with(H{"Cookie": flashCookie + "=" + cookie.Value})).wantStatus(t, http.StatusOK)
-		if got := regionOnPage(page.body, "notice"); !strings.Contains(got, "notice-success") || !strings.Contains(got, "Success:</strong> Order") {
-			t.Errorf("%s: #notice holds %q, want the success notice", page.what, got)
+		loc := r.Header.Get("Location")
+		page := a.get(t, loc, testutil.HPage.With(testutil.H{"Cookie": flashCookie + "=" + cookie.Value})).WantStatus(t, http.StatusOK)
+		if got := regionOnPage(page.Body, "notice"); !strings.Contains(got, "notice-success") || !strings.Contains(got, "Success:</strong> Order") {
+			t.Errorf("%s: #notice holds %q, want the success notice", page.What, got)
 		}
-		if got := regionOnPage(page.body, "notice-alert"); got != "" {
-			t.Errorf("%s: #notice-alert holds %q, want nothing", page.what, got)
+		if got := regionOnPage(page.Body, "notice-alert"); got != "" {
+			t.Errorf("%s: #notice-alert holds %q, want nothing", page.What, got)
 		}
 		// The browser drops the cookie (cleared on the page): the next page has none.
-		next := a.get(t, loc, hPage).wantStatus(t, http.StatusOK)
-		if got := regionOnPage(next.body, "notice") + regionOnPage(next.body, "notice-alert"); got != "" {
-			t.Errorf("%s: the regions hold %q after the notice was shown once, want nothing", next.what, got)
+		next := a.get(t, loc, testutil.HPage).WantStatus(t, http.StatusOK)
+		if got := regionOnPage(next.Body, "notice") + regionOnPage(next.Body, "notice-alert"); got != "" {
+			t.Errorf("%s: the regions hold %q after the notice was shown once, want nothing", next.What, got)
 		}
 
 		for _, c := range []struct{ value, region, class string }{
@@ -173,8 +174,8 @@ func TestFlashNoticeKinds(t *testing.T) {
 			{"Order 1 saved.", "notice", "notice-success"},
 			{"bogus:kind", "notice", "notice-success"},
 		} {
-			page := a.get(t, "/orders", hPage.with(H{"Cookie": flashCookie + "=" + url.QueryEscape(c.value)})).wantStatus(t, http.StatusOK)
-			if got := regionOnPage(page.body, c.region); !strings.Contains(got, c.class) {
+			page := a.get(t, "/orders", testutil.HPage.With(testutil.H{"Cookie": flashCookie + "=" + url.QueryEscape(c.value)})).WantStatus(t, http.StatusOK)
+			if got := regionOnPage(page.Body, c.region); !strings.Contains(got, c.class) {
 				t.Errorf("flash %q: #%s holds %q, want a %s", c.value, c.region, got, c.class)
 			}
 		}

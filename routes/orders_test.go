@@ -7,6 +7,7 @@ package routes
 import (
 	"net/http"
 	"net/url"
+	"orders/testutil"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,59 +16,59 @@ import (
 func TestCreate(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		t.Run("json", func(t *testing.T) {
-			r := a.do(t, http.MethodPost, "/orders", jsonBody(map[string]any{
+			r := a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{
 				"customer": "  Ada  ", "email": "ada@example.com", "currency": "eur", "notes": "line 1\nline 2",
 				"items": []any{map[string]any{"sku": "A-1", "name": "Gear", "quantity": 2, "unit_price": "4.25"}},
-			}), hJSON).wantStatus(t, http.StatusCreated).wantNegotiated(t)
+			}), testutil.HJSON).WantStatus(t, http.StatusCreated).WantNegotiated(t)
 			var o orderJSON
-			r.json(t, &o)
-			r.wantHeader(t, "Location", path(o.ID))
+			r.JSON(t, &o)
+			r.WantHeader(t, "Location", path(o.ID))
 			want := orderJSON{ID: o.ID, Customer: "Ada", Email: "ada@example.com", Status: "pending", Currency: "EUR",
 				Notes: "line 1\nline 2", ItemCount: 1, Total: "8.50", Version: 1}
 			got := o
 			got.Items, got.CreatedAt, got.UpdatedAt = nil, "", ""
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s: got %+v, want %+v", r.what, got, want)
+				t.Errorf("%s: got %+v, want %+v", r.What, got, want)
 			}
 			if len(o.Items) != 1 || o.Items[0] != (itemJSON{"A-1", "Gear", 2, "4.25", "8.50"}) {
-				t.Errorf("%s: got items %+v, want one A-1 Gear 2 × 4.25 = 8.50", r.what, o.Items)
+				t.Errorf("%s: got items %+v, want one A-1 Gear 2 × 4.25 = 8.50", r.What, o.Items)
 			}
 			if o.CreatedAt == "" || !strings.HasSuffix(o.CreatedAt, "Z") || o.CreatedAt != o.UpdatedAt {
-				t.Errorf("%s: got created_at %q updated_at %q, want equal RFC 3339 UTC times", r.what, o.CreatedAt, o.UpdatedAt)
+				t.Errorf("%s: got created_at %q updated_at %q, want equal RFC 3339 UTC times", r.What, o.CreatedAt, o.UpdatedAt)
 			}
 			if back := a.fetch(t, o.ID); back.Customer != "Ada" || back.Total != "8.50" {
 				t.Errorf("GET after create: got %+v, want the created order", back)
 			}
 		})
 		t.Run("htmx", func(t *testing.T) {
-			r := a.do(t, http.MethodPost, "/orders", form("customer", "Htmx Co", "items[0][name]", "Box",
-				"items[0][quantity]", "1", "items[0][unit_price]", "2"), hxTo("main#main"))
-			r.wantStatus(t, http.StatusCreated).wantNegotiated(t).wantFragment(t, "order").wantContains(t, "Htmx Co", "created")
-			loc := r.header.Get("HX-Push-Url")
+			r := a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Htmx Co", "items[0][name]", "Box",
+				"items[0][quantity]", "1", "items[0][unit_price]", "2"), testutil.HXTo("main#main"))
+			r.WantStatus(t, http.StatusCreated).WantNegotiated(t).WantFragment(t, "order").WantContains(t, "Htmx Co", "created")
+			loc := r.Header.Get("HX-Push-Url")
 			if !strings.HasPrefix(loc, "/orders/") {
-				t.Fatalf("%s: got HX-Push-Url %q, want /orders/<id>", r.what, loc)
+				t.Fatalf("%s: got HX-Push-Url %q, want /orders/<id>", r.What, loc)
 			}
-			a.get(t, loc, hJSON).wantStatus(t, http.StatusOK).wantContains(t, `"customer":"Htmx Co"`)
+			a.get(t, loc, testutil.HJSON).WantStatus(t, http.StatusOK).WantContains(t, `"customer":"Htmx Co"`)
 		})
 		for _, enc := range []struct {
 			name string
-			body func(kv ...string) body
-		}{{"urlencoded", form}, {"multipart", multipartForm}} {
+			body func(kv ...string) testutil.Body
+		}{{"urlencoded", testutil.Form}, {"multipart", testutil.Multipart}} {
 			t.Run("plain "+enc.name, func(t *testing.T) {
 				before := a.count(t)
 				r := a.do(t, http.MethodPost, "/orders", enc.body("customer", "Plain "+enc.name, "email", "",
 					"items[0][sku]", "", "items[0][name]", "Thing", "items[0][quantity]", "3", "items[0][unit_price]", "1.10",
-					"items", ""), hPage)
-				r.wantStatus(t, http.StatusSeeOther)
-				loc := r.header.Get("Location")
+					"items", ""), testutil.HPage)
+				r.WantStatus(t, http.StatusSeeOther)
+				loc := r.Header.Get("Location")
 				if !strings.HasPrefix(loc, "/orders/") || loc == "/orders/new" {
-					t.Fatalf("%s: got Location %q, want /orders/<id>", r.what, loc)
+					t.Fatalf("%s: got Location %q, want /orders/<id>", r.What, loc)
 				}
 				if got := a.count(t); got != before+1 {
-					t.Errorf("%s: %d orders after, want %d", r.what, got, before+1)
+					t.Errorf("%s: %d orders after, want %d", r.What, got, before+1)
 				}
 				var o orderJSON
-				a.get(t, loc, hJSON).wantStatus(t, http.StatusOK).json(t, &o)
+				a.get(t, loc, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &o)
 				if o.Customer != "Plain "+enc.name || o.ItemCount != 1 || o.Total != "3.30" {
 					t.Errorf("GET %s: got %+v, want the %s order with one item, total 3.30", loc, o, enc.name)
 				}
@@ -80,45 +81,45 @@ func TestCreate(t *testing.T) {
 // notice once, in the live region.
 func TestFlashNotice(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
-		r := a.do(t, http.MethodPost, "/orders", form("customer", "Flash"), hPage).wantStatus(t, http.StatusSeeOther)
-		loc := r.header.Get("Location")
+		r := a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Flash"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
+		loc := r.Header.Get("Location")
 		var cookie *http.Cookie
-		for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 			if c.Name == flashCookie {
 				cookie = c
 			}
 		}
 		if cookie == nil {
-			t.Fatalf("%s: no %s cookie in %q", r.what, flashCookie, r.header.Values("Set-Cookie"))
+			t.Fatalf("%s: no %s cookie in %q", r.What, flashCookie, r.Header.Values("Set-Cookie"))
 		}
 		if !cookie.HttpOnly {
-			t.Errorf("%s: flash cookie %v is not HttpOnly", r.what, cookie)
+			t.Errorf("%s: flash cookie %v is not HttpOnly", r.What, cookie)
 		}
 		id := strings.TrimPrefix(loc, "/orders/")
-		page := a.get(t, loc, hPage.with(H{"Cookie": cookie.Name + "=" + cookie.Value})).wantStatus(t, http.StatusOK)
-		notice := page.body[strings.Index(page.body, `id="notice"`):]
+		page := a.get(t, loc, testutil.HPage.With(testutil.H{"Cookie": cookie.Name + "=" + cookie.Value})).WantStatus(t, http.StatusOK)
+		notice := page.Body[strings.Index(page.Body, `id="notice"`):]
 		notice = notice[:strings.Index(notice, "</div>")]
 		if want := "Order " + id + " created."; !strings.Contains(notice, want) {
-			t.Errorf("%s: #notice is %q, want it to hold %q", page.what, notice, want)
+			t.Errorf("%s: #notice is %q, want it to hold %q", page.What, notice, want)
 		}
 		cleared := false
-		for _, c := range (&http.Response{Header: page.header}).Cookies() {
+		for _, c := range (&http.Response{Header: page.Header}).Cookies() {
 			cleared = cleared || (c.Name == flashCookie && (c.MaxAge < 0 || c.Value == ""))
 		}
 		if !cleared {
-			t.Errorf("%s: the flash cookie is not cleared (Set-Cookie %q)", page.what, page.header.Values("Set-Cookie"))
+			t.Errorf("%s: the flash cookie is not cleared (Set-Cookie %q)", page.What, page.Header.Values("Set-Cookie"))
 		}
 		// Without the cookie there is no notice.
-		a.get(t, loc, hPage).wantStatus(t, http.StatusOK).wantContains(t, `aria-live="polite"></div>`)
+		a.get(t, loc, testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, `aria-live="polite"></div>`)
 
 		// Update and delete leave their notices the same way.
-		r = a.do(t, http.MethodPost, loc, form("_method", "PUT", "notes", "n"), hPage).wantStatus(t, http.StatusSeeOther)
-		if !strings.Contains(r.header.Get("Set-Cookie"), "saved") {
-			t.Errorf("%s: got Set-Cookie %q, want a saved notice", r.what, r.header.Get("Set-Cookie"))
+		r = a.do(t, http.MethodPost, loc, testutil.Form("_method", "PUT", "notes", "n"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
+		if !strings.Contains(r.Header.Get("Set-Cookie"), "saved") {
+			t.Errorf("%s: got Set-Cookie %q, want a saved notice", r.What, r.Header.Get("Set-Cookie"))
 		}
-		r = a.do(t, http.MethodPost, loc, form("_method", "DELETE"), hPage).wantStatus(t, http.StatusSeeOther)
-		if !strings.Contains(r.header.Get("Set-Cookie"), "deleted") {
-			t.Errorf("%s: got Set-Cookie %q, want a deleted notice", r.what, r.header.Get("Set-Cookie"))
+		r = a.do(t, http.MethodPost, loc, testutil.Form("_method", "DELETE"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
+		if !strings.Contains(r.Header.Get("Set-Cookie"), "deleted") {
+			t.Errorf("%s: got Set-Cookie %q, want a deleted notice", r.What, r.Header.Get("Set-Cookie"))
 		}
 	})
 }
@@ -129,25 +130,25 @@ func TestUpdate(t *testing.T) {
 			"items": []any{item("One", 1, "1.00"), item("Two", 2, "2.00")}})
 
 		t.Run("json", func(t *testing.T) {
-			r := a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "Upd JSON", "version": 1}), hJSON)
-			r.wantStatus(t, http.StatusOK).wantNegotiated(t)
+			r := a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "Upd JSON", "version": 1}), testutil.HJSON)
+			r.WantStatus(t, http.StatusOK).WantNegotiated(t)
 			var got orderJSON
-			r.json(t, &got)
+			r.JSON(t, &got)
 			if got.Customer != "Upd JSON" || got.Version != 2 || got.ItemCount != 2 || got.Notes != "keep me" || got.Email != "u@example.com" {
-				t.Errorf("%s: got %+v, want customer changed, version 2, the rest kept", r.what, got)
+				t.Errorf("%s: got %+v, want customer changed, version 2, the rest kept", r.What, got)
 			}
-			if et := r.header.Get("ETag"); !strings.Contains(et, "v2") {
-				t.Errorf("%s: got ETag %q, want one for version 2", r.what, et)
+			if et := r.Header.Get("ETag"); !strings.Contains(et, "v2") {
+				t.Errorf("%s: got ETag %q, want one for version 2", r.What, et)
 			}
 		})
 		t.Run("htmx", func(t *testing.T) {
-			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Upd HX", "version", "2"), hxTo("main#main"))
-			r.wantStatus(t, http.StatusOK).wantNegotiated(t).wantFragment(t, "order").wantContains(t, "Upd HX", "saved")
-			r.wantHeader(t, "HX-Replace-Url", path(o.ID)) // replaced: Back skips the edit form
+			r := a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Upd HX", "version", "2"), testutil.HXTo("main#main"))
+			r.WantStatus(t, http.StatusOK).WantNegotiated(t).WantFragment(t, "order").WantContains(t, "Upd HX", "saved")
+			r.WantHeader(t, "HX-Replace-Url", path(o.ID)) // replaced: Back skips the edit form
 		})
 		t.Run("plain", func(t *testing.T) {
-			r := a.do(t, http.MethodPut, path(o.ID), form("customer", "Upd Plain", "version", "3"), hPage)
-			r.wantStatus(t, http.StatusSeeOther).wantHeader(t, "Location", path(o.ID))
+			r := a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Upd Plain", "version", "3"), testutil.HPage)
+			r.WantStatus(t, http.StatusSeeOther).WantHeader(t, "Location", path(o.ID))
 		})
 		t.Run("only customer keeps the rest", func(t *testing.T) {
 			got := a.fetch(t, o.ID)
@@ -157,7 +158,7 @@ func TestUpdate(t *testing.T) {
 			}
 		})
 		t.Run("empty items key clears", func(t *testing.T) {
-			a.do(t, http.MethodPut, path(o.ID), form("items", ""), hJSON).wantStatus(t, http.StatusOK)
+			a.do(t, http.MethodPut, path(o.ID), testutil.Form("items", ""), testutil.HJSON).WantStatus(t, http.StatusOK)
 			if got := a.fetch(t, o.ID); got.ItemCount != 0 || len(got.Items) != 0 || got.Total != "0.00" || got.Customer != "Upd Plain" {
 				t.Errorf("after PUT items=: got %+v, want no items, total 0.00, customer kept", got)
 			}
@@ -177,7 +178,7 @@ func TestUpdate(t *testing.T) {
 		})
 		t.Run("json null items keeps", func(t *testing.T) {
 			a.update(t, o.ID, map[string]any{"items": []any{item("Kept", 1, "1.00")}})
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(`{"notes": "x"}`), hJSON).wantStatus(t, http.StatusOK)
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(`{"notes": "x"}`), testutil.HJSON).WantStatus(t, http.StatusOK)
 			if got := a.fetch(t, o.ID); got.ItemCount != 1 || got.Items[0].Name != "Kept" {
 				t.Errorf("after PUT without items: got %+v, want the item kept", got)
 			}
@@ -190,13 +191,13 @@ func TestUpdate(t *testing.T) {
 				}
 			}
 			var e errorJSON
-			a.do(t, http.MethodPut, path(p.ID), jsonBody(map[string]any{"status": "pending"}), hJSON).
-				wantStatus(t, http.StatusUnprocessableEntity).json(t, &e)
+			a.do(t, http.MethodPut, path(p.ID), testutil.JSON(map[string]any{"status": "pending"}), testutil.HJSON).
+				WantStatus(t, http.StatusUnprocessableEntity).JSON(t, &e)
 			if !strings.Contains(e.Errors["status"], "cannot change status from delivered to pending") {
 				t.Errorf("PUT delivered→pending: got errors %v, want status: cannot change status from delivered to pending", e.Errors)
 			}
-			a.do(t, http.MethodPut, path(p.ID), jsonBody(map[string]any{"items": []any{}}), hJSON).
-				wantStatus(t, http.StatusUnprocessableEntity).json(t, &e)
+			a.do(t, http.MethodPut, path(p.ID), testutil.JSON(map[string]any{"items": []any{}}), testutil.HJSON).
+				WantStatus(t, http.StatusUnprocessableEntity).JSON(t, &e)
 			if e.Errors["items"] == "" {
 				t.Errorf("PUT items of a delivered order: got errors %v, want an items error", e.Errors)
 			}
@@ -204,17 +205,17 @@ func TestUpdate(t *testing.T) {
 			a.update(t, p.ID, map[string]any{"customer": "Flow 2", "notes": "late note"})
 
 			// The Edit form of a delivered order shows the items, not inputs.
-			r := a.get(t, path(p.ID, "/edit"), hPage).wantStatus(t, http.StatusOK).wantPage(t, "order-form")
-			r.wantContains(t, "Items cannot change once an order is delivered", "X").wantLacks(t, `name="items"`, `name="items[0][name]"`)
-			if in := tag(r.body, "currency"); !strings.Contains(in, "readonly") {
-				t.Errorf("%s: got currency input %s, want it readonly", r.what, in)
+			r := a.get(t, path(p.ID, "/edit"), testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, "order-form")
+			r.WantContains(t, "Items cannot change once an order is delivered", "X").WantLacks(t, `name="items"`, `name="items[0][name]"`)
+			if in := testutil.Tag(r.Body, "currency"); !strings.Contains(in, "readonly") {
+				t.Errorf("%s: got currency input %s, want it readonly", r.What, in)
 			}
 			// Items sent anyway: the message is shown in the form.
 			cur := a.fetch(t, p.ID)
-			r = a.do(t, http.MethodPut, path(p.ID), form("version", itoa(cur.Version), "items[0][name]", "New",
-				"items[0][quantity]", "1", "items[0][unit_price]", "1"), hxTo("main#main"))
-			r.wantStatus(t, http.StatusUnprocessableEntity).wantFragment(t, "order-form")
-			r.wantContains(t, `id="items-err"`, "cannot change once an order is delivered")
+			r = a.do(t, http.MethodPut, path(p.ID), testutil.Form("version", itoa(cur.Version), "items[0][name]", "New",
+				"items[0][quantity]", "1", "items[0][unit_price]", "1"), testutil.HXTo("main#main"))
+			r.WantStatus(t, http.StatusUnprocessableEntity).WantFragment(t, "order-form")
+			r.WantContains(t, `id="items-err"`, "cannot change once an order is delivered")
 		})
 	})
 }
@@ -223,41 +224,41 @@ func TestDelete(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		t.Run("json", func(t *testing.T) {
 			o := a.createNamed(t, "Del JSON")
-			r := a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON).wantStatus(t, http.StatusNoContent)
-			if r.body != "" {
-				t.Errorf("%s: got body %q, want none", r.what, r.body)
+			r := a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNoContent)
+			if r.Body != "" {
+				t.Errorf("%s: got body %q, want none", r.What, r.Body)
 			}
 			a.wantGone(t, o.ID)
-			a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON).wantStatus(t, http.StatusNotFound)
+			a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNotFound)
 		})
 		t.Run("htmx row", func(t *testing.T) {
 			o := a.createNamed(t, "Del Row")
-			r := a.do(t, http.MethodDelete, path(o.ID), noBody, hxTo("tr#"+rowID(o.ID)))
-			r.wantStatus(t, http.StatusOK).wantNegotiated(t).wantLacks(t, "<tr", "<html")
-			r.wantContains(t, `hx-target="#notice"`, "Order "+itoa(o.ID)+" deleted.")
+			r := a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HXTo("tr#"+rowID(o.ID)))
+			r.WantStatus(t, http.StatusOK).WantNegotiated(t).WantLacks(t, "<tr", "<html")
+			r.WantContains(t, `hx-target="#notice"`, "Order "+itoa(o.ID)+" deleted.")
 			a.wantGone(t, o.ID)
 		})
 		t.Run("htmx page", func(t *testing.T) {
 			o := a.createNamed(t, "Del Page")
-			r := a.do(t, http.MethodDelete, path(o.ID), noBody, hxTo("main#main")).wantStatus(t, http.StatusOK).wantNegotiated(t)
-			loc := r.header.Get("HX-Location") + r.header.Get("HX-Redirect")
+			r := a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HXTo("main#main")).WantStatus(t, http.StatusOK).WantNegotiated(t)
+			loc := r.Header.Get("HX-Location") + r.Header.Get("HX-Redirect")
 			if !strings.Contains(loc, "/orders") || strings.Contains(loc, path(o.ID)) {
-				t.Errorf("%s: got HX-Location %q HX-Redirect %q, want a redirect to /orders", r.what, r.header.Get("HX-Location"), r.header.Get("HX-Redirect"))
+				t.Errorf("%s: got HX-Location %q HX-Redirect %q, want a redirect to /orders", r.What, r.Header.Get("HX-Location"), r.Header.Get("HX-Redirect"))
 			}
-			if r.body != "" {
-				t.Errorf("%s: got body %q, want none", r.what, snippet(r.body))
+			if r.Body != "" {
+				t.Errorf("%s: got body %q, want none", r.What, testutil.Snippet(r.Body))
 			}
 			a.wantGone(t, o.ID)
 		})
 		t.Run("plain", func(t *testing.T) {
 			o := a.createNamed(t, "Del Plain")
-			a.do(t, http.MethodDelete, path(o.ID), noBody, hPage).wantStatus(t, http.StatusSeeOther).wantHeader(t, "Location", "/orders")
+			a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HPage).WantStatus(t, http.StatusSeeOther).WantHeader(t, "Location", "/orders")
 			a.wantGone(t, o.ID)
 		})
 		t.Run("query parameters", func(t *testing.T) {
 			// htmx sends a DELETE's parameters in the query (PITFALLS).
 			o := a.createNamed(t, "Del Query")
-			a.do(t, http.MethodDelete, path(o.ID, "?version=1"), noBody, hxTo("tr#"+rowID(o.ID))).wantStatus(t, http.StatusOK)
+			a.do(t, http.MethodDelete, path(o.ID, "?version=1"), testutil.NoBody, testutil.HXTo("tr#"+rowID(o.ID))).WantStatus(t, http.StatusOK)
 			a.wantGone(t, o.ID)
 		})
 		t.Run("stale version", func(t *testing.T) {
@@ -265,31 +266,31 @@ func TestDelete(t *testing.T) {
 			// when someone changed the order since, in every encoding.
 			o := a.createNamed(t, "Del Stale")
 			a.update(t, o.ID, map[string]any{"notes": "changed"})
-			r := a.do(t, http.MethodDelete, path(o.ID), jsonBody(map[string]any{"version": 1}), hJSON).wantStatus(t, http.StatusConflict)
-			if cur, ok := r.object(t)["current"].(map[string]any); !ok || cur["version"] != float64(2) {
-				t.Errorf("%s: got %s, want current at version 2", r.what, snippet(r.body))
+			r := a.do(t, http.MethodDelete, path(o.ID), testutil.JSON(map[string]any{"version": 1}), testutil.HJSON).WantStatus(t, http.StatusConflict)
+			if cur, ok := r.Object(t)["current"].(map[string]any); !ok || cur["version"] != float64(2) {
+				t.Errorf("%s: got %s, want current at version 2", r.What, testutil.Snippet(r.Body))
 			}
-			a.do(t, http.MethodPost, path(o.ID), form("_method", "DELETE", "version", "1"), hPage).wantStatus(t, http.StatusConflict)
-			a.do(t, http.MethodDelete, path(o.ID, "?version=1"), noBody, hxTo("tr#"+rowID(o.ID))).wantStatus(t, http.StatusConflict)
-			a.do(t, http.MethodDelete, path(o.ID, "?version=x"), noBody, hJSON).wantStatus(t, http.StatusBadRequest)
-			a.do(t, http.MethodDelete, path(o.ID), raw("text/plain", "hello"), hJSON).wantStatus(t, http.StatusUnsupportedMediaType)
+			a.do(t, http.MethodPost, path(o.ID), testutil.Form("_method", "DELETE", "version", "1"), testutil.HPage).WantStatus(t, http.StatusConflict)
+			a.do(t, http.MethodDelete, path(o.ID, "?version=1"), testutil.NoBody, testutil.HXTo("tr#"+rowID(o.ID))).WantStatus(t, http.StatusConflict)
+			a.do(t, http.MethodDelete, path(o.ID, "?version=x"), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusBadRequest)
+			a.do(t, http.MethodDelete, path(o.ID), testutil.Raw("text/plain", "hello"), testutil.HJSON).WantStatus(t, http.StatusUnsupportedMediaType)
 			a.fetch(t, o.ID) // still there
-			a.do(t, http.MethodDelete, path(o.ID, "?version=2"), noBody, hJSON).wantStatus(t, http.StatusNoContent)
+			a.do(t, http.MethodDelete, path(o.ID, "?version=2"), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNoContent)
 			a.wantGone(t, o.ID)
 		})
 		t.Run("412 carries the items", func(t *testing.T) {
 			o := a.create(t, map[string]any{"customer": "Del 412", "items": []any{item("Mug", 1, "2.00")}})
-			r := a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON.with(H{"If-Match": `"o` + itoa(o.ID) + `v9-json"`})).
-				wantStatus(t, http.StatusPreconditionFailed)
-			cur, _ := r.object(t)["current"].(map[string]any)
+			r := a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HJSON.With(testutil.H{"If-Match": `"o` + itoa(o.ID) + `v9-json"`})).
+				WantStatus(t, http.StatusPreconditionFailed)
+			cur, _ := r.Object(t)["current"].(map[string]any)
 			if items, _ := cur["items"].([]any); len(items) != 1 {
-				t.Errorf("%s: got current %v, want the stored order with its 1 item", r.what, cur)
+				t.Errorf("%s: got current %v, want the stored order with its 1 item", r.What, cur)
 			}
 		})
 		t.Run("not in list", func(t *testing.T) {
 			o := a.createNamed(t, "Zzz Unique Del")
-			a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON).wantStatus(t, http.StatusNoContent)
-			m := a.get(t, "/orders?q=zzz", hJSON).wantStatus(t, http.StatusOK).object(t)
+			a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNoContent)
+			m := a.get(t, "/orders?q=zzz", testutil.HJSON).WantStatus(t, http.StatusOK).Object(t)
 			if m["total"] != float64(0) {
 				t.Errorf("search for a deleted order: got %v, want total 0", m)
 			}
@@ -301,32 +302,32 @@ func TestMethodOverride(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		for _, enc := range []struct {
 			name string
-			body func(kv ...string) body
-		}{{"urlencoded", form}, {"multipart", multipartForm}} {
+			body func(kv ...string) testutil.Body
+		}{{"urlencoded", testutil.Form}, {"multipart", testutil.Multipart}} {
 			t.Run(enc.name, func(t *testing.T) {
 				o := a.createNamed(t, "Override")
-				r := a.do(t, http.MethodPost, path(o.ID), enc.body("_method", "PUT", "customer", "Overridden "+enc.name, "version", "1"), hPage)
-				r.wantStatus(t, http.StatusSeeOther).wantHeader(t, "Location", path(o.ID))
+				r := a.do(t, http.MethodPost, path(o.ID), enc.body("_method", "PUT", "customer", "Overridden "+enc.name, "version", "1"), testutil.HPage)
+				r.WantStatus(t, http.StatusSeeOther).WantHeader(t, "Location", path(o.ID))
 				if got := a.fetch(t, o.ID); got.Customer != "Overridden "+enc.name || got.Version != 2 || got.ItemCount != 1 {
-					t.Errorf("%s: got %+v, want customer changed, version 2, item kept", r.what, got)
+					t.Errorf("%s: got %+v, want customer changed, version 2, item kept", r.What, got)
 				}
 				// Lower case works too.
-				a.do(t, http.MethodPost, path(o.ID), enc.body("_method", "put", "notes", "lc"), hPage).wantStatus(t, http.StatusSeeOther)
-				r = a.do(t, http.MethodPost, path(o.ID), enc.body("_method", "DELETE"), hPage)
-				r.wantStatus(t, http.StatusSeeOther).wantHeader(t, "Location", "/orders")
+				a.do(t, http.MethodPost, path(o.ID), enc.body("_method", "put", "notes", "lc"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
+				r = a.do(t, http.MethodPost, path(o.ID), enc.body("_method", "DELETE"), testutil.HPage)
+				r.WantStatus(t, http.StatusSeeOther).WantHeader(t, "Location", "/orders")
 				a.wantGone(t, o.ID)
 			})
 		}
 		t.Run("htmx delete from a form post", func(t *testing.T) {
 			o := a.createNamed(t, "Override HX")
-			a.do(t, http.MethodPost, path(o.ID), form("_method", "DELETE"), hxTo("tr#"+rowID(o.ID))).
-				wantStatus(t, http.StatusOK).wantLacks(t, "<tr")
+			a.do(t, http.MethodPost, path(o.ID), testutil.Form("_method", "DELETE"), testutil.HXTo("tr#"+rowID(o.ID))).
+				WantStatus(t, http.StatusOK).WantLacks(t, "<tr")
 			a.wantGone(t, o.ID)
 		})
 		t.Run("not on GET", func(t *testing.T) {
 			o := a.createNamed(t, "Override GET")
-			a.get(t, path(o.ID, "?_method=DELETE"), hPage).wantStatus(t, http.StatusOK).wantPage(t, "order")
-			a.get(t, path(o.ID, "?_method=PUT&customer=x"), hJSON).wantStatus(t, http.StatusOK)
+			a.get(t, path(o.ID, "?_method=DELETE"), testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, "order")
+			a.get(t, path(o.ID, "?_method=PUT&customer=x"), testutil.HJSON).WantStatus(t, http.StatusOK)
 			if got := a.fetch(t, o.ID); got.Customer != "Override GET" || got.Version != 1 {
 				t.Errorf("after GET with _method: got %+v, want it unchanged", got)
 			}
@@ -334,18 +335,18 @@ func TestMethodOverride(t *testing.T) {
 		t.Run("not in json", func(t *testing.T) {
 			// Only forms are overridden: a JSON POST to a member is 405.
 			o := a.createNamed(t, "Override JSON")
-			a.do(t, http.MethodPost, path(o.ID), jsonBody(`{"_method":"DELETE"}`), hJSON).wantStatus(t, http.StatusMethodNotAllowed)
+			a.do(t, http.MethodPost, path(o.ID), testutil.JSON(`{"_method":"DELETE"}`), testutil.HJSON).WantStatus(t, http.StatusMethodNotAllowed)
 			a.fetch(t, o.ID)
 		})
 		t.Run("unknown method", func(t *testing.T) {
 			o := a.createNamed(t, "Override PATCH")
 			for _, m := range []string{"PATCH", "GET", "POST", "nonsense"} {
-				for _, b := range []body{form("_method", m, "customer", "x"), multipartForm("_method", m, "customer", "x")} {
-					r := a.do(t, http.MethodPost, path(o.ID), b, hJSON).wantStatus(t, http.StatusBadRequest).wantNegotiated(t)
+				for _, b := range []testutil.Body{testutil.Form("_method", m, "customer", "x"), testutil.Multipart("_method", m, "customer", "x")} {
+					r := a.do(t, http.MethodPost, path(o.ID), b, testutil.HJSON).WantStatus(t, http.StatusBadRequest).WantNegotiated(t)
 					var e errorJSON
-					r.json(t, &e)
+					r.JSON(t, &e)
 					if !strings.Contains(e.Error, "_method") {
-						t.Errorf("%s _method=%s: got error %q, want it to name _method", r.what, m, e.Error)
+						t.Errorf("%s _method=%s: got error %q, want it to name _method", r.What, m, e.Error)
 					}
 				}
 			}
@@ -360,8 +361,8 @@ func TestFormItems(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		for _, enc := range []struct {
 			name string
-			body func(kv ...string) body
-		}{{"urlencoded", form}, {"multipart", multipartForm}} {
+			body func(kv ...string) testutil.Body
+		}{{"urlencoded", testutil.Form}, {"multipart", testutil.Multipart}} {
 			t.Run(enc.name, func(t *testing.T) {
 				// Keys out of order, with gaps, a two-digit N, and blank rows.
 				r := a.do(t, http.MethodPost, "/orders", enc.body(
@@ -372,28 +373,28 @@ func TestFormItems(t *testing.T) {
 					"items[7][sku]", "", "items[7][name]", "  ", "items[7][quantity]", "", "items[7][unit_price]", "",
 					"items[9][name]", "Nine", "items[9][quantity]", "9", "items[9][unit_price]", "0.09",
 					"items[11][sku]", "", "items[11][name]", "",
-				), hJSON).wantStatus(t, http.StatusCreated)
+				), testutil.HJSON).WantStatus(t, http.StatusCreated)
 				var o orderJSON
-				r.json(t, &o)
+				r.JSON(t, &o)
 				var names []string
 				for _, it := range o.Items {
 					names = append(names, it.Name)
 				}
 				if got, want := strings.Join(names, ","), "Zero,Five,Nine,Ten"; got != want {
-					t.Errorf("%s: got items %s, want %s (N order, blank rows ignored)", r.what, got, want)
+					t.Errorf("%s: got items %s, want %s (N order, blank rows ignored)", r.What, got, want)
 				}
 				if o.Total != "3.06" {
-					t.Errorf("%s: got total %s, want 3.06", r.what, o.Total)
+					t.Errorf("%s: got total %s, want 3.06", r.What, o.Total)
 				}
 			})
 		}
 		t.Run("error keys use the N sent", func(t *testing.T) {
 			var e errorJSON
-			a.do(t, http.MethodPost, "/orders", form("customer", "Keys",
+			a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Keys",
 				"items[0][name]", "Fine", "items[0][quantity]", "1", "items[0][unit_price]", "1",
 				"items[5][name]", "", "items[5][quantity]", "2", "items[5][unit_price]", "1",
 				"items[12][name]", "Bad", "items[12][quantity]", "0", "items[12][unit_price]", "1.001",
-			), hJSON).wantStatus(t, http.StatusUnprocessableEntity).json(t, &e)
+			), testutil.HJSON).WantStatus(t, http.StatusUnprocessableEntity).JSON(t, &e)
 			for _, k := range []string{"items[5][name]", "items[12][quantity]", "items[12][unit_price]"} {
 				if e.Errors[k] == "" {
 					t.Errorf("got errors %v, want one for %s", e.Errors, k)
@@ -407,14 +408,14 @@ func TestFormItems(t *testing.T) {
 		})
 		t.Run("malformed item keys", func(t *testing.T) {
 			for _, k := range []string{"items[x][name]", "items[0][colour]", "items[0]", "items[-1][name]", "items[99999][name]"} {
-				a.do(t, http.MethodPost, "/orders", form("customer", "Bad key", k, "v"), hJSON).wantStatus(t, http.StatusBadRequest)
+				a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Bad key", k, "v"), testutil.HJSON).WantStatus(t, http.StatusBadRequest)
 			}
 		})
 		t.Run("add row without javascript", func(t *testing.T) {
 			// The "Add item row" button GETs the form with its own fields.
 			q := url.Values{"customer": {"Typed"}, "items[0][name]": {"First"}, "add_row": {"1"}}
-			r := a.get(t, "/orders/new?"+q.Encode(), hPage).wantStatus(t, http.StatusOK).wantPage(t, "order-form")
-			r.wantContains(t, `value="Typed"`, `value="First"`, `id="items-1-name"`, `id="items-2-name"`)
+			r := a.get(t, "/orders/new?"+q.Encode(), testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, "order-form")
+			r.WantContains(t, `value="Typed"`, `value="First"`, `id="items-1-name"`, `id="items-2-name"`)
 		})
 	})
 }
@@ -433,8 +434,8 @@ func TestMoney(t *testing.T) {
 		}
 		// A form gives the same.
 		var f orderJSON
-		a.do(t, http.MethodPost, "/orders", form("customer", "Form cents", "items[0][name]", "Dime",
-			"items[0][quantity]", "3", "items[0][unit_price]", "0.10"), hJSON).wantStatus(t, http.StatusCreated).json(t, &f)
+		a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Form cents", "items[0][name]", "Dime",
+			"items[0][quantity]", "3", "items[0][unit_price]", "0.10"), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &f)
 		if f.Total != "0.30" {
 			t.Errorf("form 3 × 0.10: got total %s, want 0.30", f.Total)
 		}
@@ -454,9 +455,9 @@ func TestMoney(t *testing.T) {
 			{"1.00", "1.5", "items[0][quantity]"},
 		} {
 			var e errorJSON
-			r := a.do(t, http.MethodPost, "/orders", jsonBody(map[string]any{"customer": "Bad money",
-				"items": []any{item("X", bad.qty, bad.price)}}), hJSON)
-			r.wantStatus(t, http.StatusUnprocessableEntity).json(t, &e)
+			r := a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Bad money",
+				"items": []any{item("X", bad.qty, bad.price)}}), testutil.HJSON)
+			r.WantStatus(t, http.StatusUnprocessableEntity).JSON(t, &e)
 			if e.Errors[bad.key] == "" {
 				t.Errorf("price %v quantity %v: got errors %v, want one for %s", bad.price, bad.qty, e.Errors, bad.key)
 			}
@@ -473,41 +474,41 @@ func (n jsonNumber) MarshalJSON() ([]byte, error) { return []byte(n), nil }
 func TestConditional(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		o := a.createNamed(t, "Cond")
-		jsonTag := a.get(t, path(o.ID), hJSON).header.Get("ETag")
-		pageTag := a.get(t, path(o.ID), hPage).header.Get("ETag")
+		jsonTag := a.get(t, path(o.ID), testutil.HJSON).Header.Get("ETag")
+		pageTag := a.get(t, path(o.ID), testutil.HPage).Header.Get("ETag")
 
 		t.Run("if-match current json etag", func(t *testing.T) {
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(`{"notes":"a"}`), hJSON.with(H{"If-Match": jsonTag})).wantStatus(t, http.StatusOK)
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(`{"notes":"a"}`), testutil.HJSON.With(testutil.H{"If-Match": jsonTag})).WantStatus(t, http.StatusOK)
 		})
 		t.Run("if-match stale", func(t *testing.T) {
 			for _, tg := range []string{jsonTag, pageTag, `"o` + itoa(o.ID) + `v99-json"`, `"o` + itoa(o.ID+1) + `v2-json"`, `"garbage"`} {
-				r := a.do(t, http.MethodPut, path(o.ID), jsonBody(`{"notes":"stale"}`), hJSON.with(H{"If-Match": tg}))
-				r.wantStatus(t, http.StatusPreconditionFailed).wantNegotiated(t)
+				r := a.do(t, http.MethodPut, path(o.ID), testutil.JSON(`{"notes":"stale"}`), testutil.HJSON.With(testutil.H{"If-Match": tg}))
+				r.WantStatus(t, http.StatusPreconditionFailed).WantNegotiated(t)
 			}
-			a.do(t, http.MethodDelete, path(o.ID), noBody, hJSON.with(H{"If-Match": jsonTag})).wantStatus(t, http.StatusPreconditionFailed)
+			a.do(t, http.MethodDelete, path(o.ID), testutil.NoBody, testutil.HJSON.With(testutil.H{"If-Match": jsonTag})).WantStatus(t, http.StatusPreconditionFailed)
 			if got := a.fetch(t, o.ID); got.Notes != "a" || got.Version != 2 {
 				t.Errorf("after 412s: got %+v, want notes a, version 2", got)
 			}
 		})
 		t.Run("if-match any representation of the current version", func(t *testing.T) {
-			page2 := a.get(t, path(o.ID), hPage).header.Get("ETag")
-			a.do(t, http.MethodPut, path(o.ID), form("notes", "b"), hHX.with(H{"If-Match": page2})).wantStatus(t, http.StatusOK)
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(`{"notes":"c"}`), hJSON.with(H{"If-Match": "*"})).wantStatus(t, http.StatusOK)
-			row := a.get(t, path(o.ID), hxTo("tr#"+rowID(o.ID))).header.Get("ETag")
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(`{"notes":"d"}`), hJSON.with(H{"If-Match": `"x", ` + row})).wantStatus(t, http.StatusOK)
+			page2 := a.get(t, path(o.ID), testutil.HPage).Header.Get("ETag")
+			a.do(t, http.MethodPut, path(o.ID), testutil.Form("notes", "b"), testutil.HHX.With(testutil.H{"If-Match": page2})).WantStatus(t, http.StatusOK)
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(`{"notes":"c"}`), testutil.HJSON.With(testutil.H{"If-Match": "*"})).WantStatus(t, http.StatusOK)
+			row := a.get(t, path(o.ID), testutil.HXTo("tr#"+rowID(o.ID))).Header.Get("ETag")
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(`{"notes":"d"}`), testutil.HJSON.With(testutil.H{"If-Match": `"x", ` + row})).WantStatus(t, http.StatusOK)
 		})
 		t.Run("version in the body", func(t *testing.T) {
 			cur := a.fetch(t, o.ID)
-			a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"notes": "e", "version": cur.Version}), hJSON).wantStatus(t, http.StatusOK)
-			r := a.do(t, http.MethodPut, path(o.ID), jsonBody(map[string]any{"customer": "Lost", "version": cur.Version}), hJSON)
-			r.wantStatus(t, http.StatusConflict).wantNegotiated(t)
+			a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"notes": "e", "version": cur.Version}), testutil.HJSON).WantStatus(t, http.StatusOK)
+			r := a.do(t, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "Lost", "version": cur.Version}), testutil.HJSON)
+			r.WantStatus(t, http.StatusConflict).WantNegotiated(t)
 			var e errorJSON
-			r.json(t, &e)
+			r.JSON(t, &e)
 			if e.Current == nil || e.Current.Version != cur.Version+1 || e.Current.Notes != "e" || e.Current.Customer != "Cond" || e.Current.ItemCount != 1 {
-				t.Errorf("%s: got current %+v, want the stored order at version %d", r.what, e.Current, cur.Version+1)
+				t.Errorf("%s: got current %+v, want the stored order at version %d", r.What, e.Current, cur.Version+1)
 			}
 			if e.Error == "" || e.RequestID == "" {
-				t.Errorf("%s: got %+v, want error and request_id", r.what, e)
+				t.Errorf("%s: got %+v, want error and request_id", r.What, e)
 			}
 			if got := a.fetch(t, o.ID); got.Customer != "Cond" {
 				t.Errorf("after a 409: got customer %q, want Cond", got.Customer)
@@ -518,17 +519,17 @@ func TestConditional(t *testing.T) {
 			a.update(t, o.ID, map[string]any{"customer": "Theirs", "email": "theirs@example.com"})
 			for _, m := range []struct {
 				name string
-				h    H
+				h    testutil.H
 				page bool
-			}{{"plain", hPage, true}, {"htmx", hxTo("main#main"), false}} {
-				r := a.do(t, http.MethodPost, path(o.ID), form("_method", "PUT", "customer", "Mine", "version", itoa(cur.Version)), m.h)
-				r.wantStatus(t, http.StatusConflict).wantNegotiated(t)
+			}{{"plain", testutil.HPage, true}, {"htmx", testutil.HXTo("main#main"), false}} {
+				r := a.do(t, http.MethodPost, path(o.ID), testutil.Form("_method", "PUT", "customer", "Mine", "version", itoa(cur.Version)), m.h)
+				r.WantStatus(t, http.StatusConflict).WantNegotiated(t)
 				if m.page {
-					r.wantPage(t, "order-form")
+					r.WantPage(t, "order-form")
 				} else {
-					r.wantFragment(t, "order-form")
+					r.WantFragment(t, "order-form")
 				}
-				r.wantContains(t, `class="conflict"`, "Theirs", "theirs@example.com", "version "+itoa(cur.Version+1),
+				r.WantContains(t, `class="conflict"`, "Theirs", "theirs@example.com", "version "+itoa(cur.Version+1),
 					`name="version" value="`+itoa(cur.Version+1)+`"`, `value="Mine"`, "changed by someone else")
 			}
 			if got := a.fetch(t, o.ID); got.Customer != "Theirs" {
