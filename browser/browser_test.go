@@ -6,7 +6,6 @@ package browser_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,13 +73,7 @@ func serveWith(t *testing.T, opts store.Options, hooks ...redis.Hook) (string, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Listener(ln)
-	t.Cleanup(func() { _ = app.ShutdownWithContext(context.Background()) })
-	return "http://" + ln.Addr().String(), st
+	return "http://" + testutil.Serve(t, app), st
 }
 
 // start serves the application (serve) and opens a Chromium tab, with

@@ -240,7 +240,7 @@ func TestIssue8Findings(t *testing.T) {
 	t.Run("9 two Content-Length headers, or Content-Length with Transfer-Encoding, are 400 and end the connection", func(t *testing.T) {
 		a, _ := newApp(t)
 		o := a.createNamed(t, "Victim")
-		addr := serve(t, a)
+		addr := testutil.Serve(t, a.app)
 		const post = "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
 		// A request hidden where one reader sees a body and the other the
 		// next request: it must never run.
@@ -474,19 +474,6 @@ type panicsInErrorsAs struct{}
 
 func (panicsInErrorsAs) Error() string { return "an error that panics when inspected" }
 func (panicsInErrorsAs) As(any) bool   { panic("boom in the error handler") }
-
-// serve runs a's application on a real listener until the test ends, and
-// returns its address.
-func serve(t *testing.T, a *testApp) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go a.app.Listener(ln)
-	t.Cleanup(func() { _ = a.app.Shutdown() })
-	return ln.Addr().String()
-}
 
 // exchange writes raw bytes on a new connection and returns everything the
 // server answers until it closes the connection (or 3 s pass: a connection

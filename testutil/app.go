@@ -1,14 +1,18 @@
 package testutil
 
 import (
+	"context"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
+
+	"github.com/gofiber/fiber/v2"
 )
 
 // Host is the Host header app.Test sends: an application tested through
@@ -70,6 +74,19 @@ func Root() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Serve serves app on a free loopback port until the test ends, and
+// returns the address it listens on ("127.0.0.1:port").
+func Serve(t testing.TB, app *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	t.Cleanup(func() { _ = app.ShutdownWithContext(context.Background()) })
+	return ln.Addr().String()
 }
 
 // Logger returns a logger for an application under test: its warnings and
