@@ -48,6 +48,9 @@ func (s *Store) Repair(ctx context.Context, fix bool) (RepairReport, error) {
 		}
 	}
 	err := repairKind(ctx, s, orders, fix, &r)
+	if err == nil {
+		err = repairKind(ctx, s, productKind, fix, &r)
+	}
 	return r, wrap(err)
 }
 

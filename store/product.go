@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Products are the catalogue (CONTRACT §9): a second resource, stored
+// through the same write path as orders (write.go) with two differences
+// the kind declares:
+//
+//   - Every product key carries the hash tag {p}: the catalogue lives in
+//     one Cluster slot, so a product, its index entries and its SKU claim
+//     change in one transaction on a Cluster too. A catalogue stays small
+//     (the demo has 12; a large shop's 100,000 are about 50 MB).
+//   - The SKU is unique (case aside): the record claims pu:{p}:sku:<sku>.
+//
+// Keys (with the store's prefix):
+//
+//	p:{p}:<id>              hash: k sku, n name, pr price (cents), cu currency (absent when USD), a "1" when active, v, ca, ua
+//	seq:{p}                 the id counter
+//	pu:{p}:sku:<sku folded> the id that holds the SKU
+//	px:{p}:created[:part]   by created time, score timeScore, member the id
+//	px:{p}:sku[:part]       by SKU, member "sku NUL inverted-id" (lex)
+//	px:{p}:name[:part]      by name, member "name NUL inverted-id" (lex)
+//	px:{p}:w[:part]:<c>     search terms (the words of the name, the SKU), as orders' (search.go)
+//	px:{p}:w[:part]:<c>:<L> and their dup sets
+//
+// part is "" (every product), "active" or "inactive": each list filter is
+// one set, so every sort and a search of one term are O(log N + page) and
+// exact with or without the filter.
+
+// Product is one entry of the catalogue.
+type Product struct {
+	ID        int64     `json:"id"`
+	SKU       string    `json:"sku"`
+	Name      string    `json:"name"`
+	UnitPrice Money     `json:"unit_price"`
+	Currency  string    `json:"currency"`
+	Active    bool      `json:"active"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ProductInput is a create or a change: nil fields are not sent (a change
+// keeps them; a create takes the default or says the field is required).
+type ProductInput struct {
+	SKU       *string
+	Name      *string
+	UnitPrice *string
+	Currency  *string
+	Active    *bool
+	Version   *int64
+}
+
+// Product hash fields.
+const (
+	pfSKU      = "k"
+	pfName     = "n"
+	pfPrice    = "pr"
+	pfCurrency = "cu" // absent when USD
+	pfActive   = "a"  // "1" or "0"
+	pfVersion  = "v"
+	pfCreated  = "ca"
+	pfUpdated  = "ua"
+)
+
+// applyProduct validates in against the stored product cur (nil on
+// create) and returns the resulting product, or the field errors.
+func applyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
+	errs := map[string]string{}
+	p := Product{Currency: "USD", Active: true}
+	if cur != nil {
+		p = *cur
+	}
+	var msg string
+	switch {
+	case in.SKU != nil:
+		var sku string
+		if sku, msg = checkSKU(*in.SKU, true); msg != "" {
+			errs["sku"] = msg
+		} else {
+			p.SKU = sku
+		}
+	case cur == nil:
+		errs["sku"] = "is required"
+	}
+	switch {
+	case in.Name != nil:
+		var name string
+		if name, msg = checkText(*in.Name, MaxItemName, true, false); msg != "" {
+			errs["name"] = msg
+		} else {
+			p.Name = name
+		}
+	case cur == nil:
+		errs["name"] = "is required"
+	}
+	switch {
+	case in.UnitPrice != nil:
+		var m Money
+		if m, msg = checkPrice(*in.UnitPrice); msg != "" {
+			errs["unit_price"] = msg
+		} else {
+			p.UnitPrice = m
+		}
+	case cur == nil:
+		errs["unit_price"] = "is required"
+	}
+	if in.Currency != nil {
+		var c string
+		if c, msg = checkCurrency(*in.Currency); msg != "" {
+			errs["currency"] = msg
+		} else {
+			p.Currency = c
+		}
+	}
+	if in.Active != nil {
+		p.Active = *in.Active
+	}
+	if len(errs) > 0 {
+		return Product{}, errs
+	}
+	return p, nil
+}
+
+func encodeProduct(p *Product) []any {
+	active := "0"
+	if p.Active {
+		active = "1"
+	}
+	args := []any{pfSKU, p.SKU, pfName, p.Name, pfPrice, int64(p.UnitPrice), pfActive, active,
+		pfVersion, p.Version, pfCreated, p.CreatedAt.Unix(), pfUpdated, p.UpdatedAt.Unix()}
+	if p.Currency != "USD" {
+		args = append(args, pfCurrency, p.Currency)
+	}
+	return args
+}
+
+func decodeProduct(id int64, h map[string]string) (*Product, bool) {
+	if len(h) == 0 {
+		return nil, false
+	}
+	p := &Product{ID: id, SKU: h[pfSKU], Name: h[pfName], Currency: h[pfCurrency], Active: h[pfActive] == "1"}
+	if p.Currency == "" {
+		p.Currency = "USD"
+	}
+	price, err1 := strconv.ParseInt(h[pfPrice], 10, 64)
+	v, err2 := strconv.ParseInt(h[pfVersion], 10, 64)
+	ca, err3 := strconv.ParseInt(h[pfCreated], 10, 64)
+	ua, err4 := strconv.ParseInt(h[pfUpdated], 10, 64)
+	if errors.Join(err1, err2, err3, err4) != nil || p.SKU == "" || p.Name == "" || v < 1 {
+		return nil, false
+	}
+	p.UnitPrice, p.Version = Money(price), v
+	p.CreatedAt, p.UpdatedAt = time.Unix(ca, 0).UTC(), time.Unix(ua, 0).UTC()
+	return p, true
+}
+
+// productParts are the list filters a product is in: every product, and
+// active or inactive.
+func productParts(p *Product) [2]string {
+	if p.Active {
+		return [2]string{"", "active"}
+	}
+	return [2]string{"", "inactive"}
+}
+
+// productIndex names a product index ("created", "sku", "name", "w") for a
+// part ("", "active", "inactive").
+func (s *Store) productIndex(ix, part string) string {
+	k := s.prefix + "px:{p}:" + ix
+	if part != "" {
+		k += ":" + part
+	}
+	return k
+}
+
+// productTermSet and productDupSet name the search sets of a part for the
+// terms that start like t.
+func (s *Store) productTermSet(t, part string) string {
+	_, n := utf8.DecodeRuneInString(t)
+	return s.productIndex("w", part) + ":" + t[:n]
+}
+
+func (s *Store) productDupSet(t, part string, depth int) string {
+	return s.productTermSet(t, part) + ":" + strconv.Itoa(depth)
+}
+
+// productTerms are the search terms of p: the words of its name and its
+// SKU, folded.
+func productTerms(p *Product) []string {
+	return distinctTerms(append(wordsOf(foldTerm(p.Name)), foldTerm(p.SKU)))
+}
+
+func (s *Store) productEntries(p *Product) []ixEntry {
+	idm := strconv.FormatInt(p.ID, 10)
+	var out []ixEntry
+	terms := productTerms(p)
+	for _, part := range productParts(p) {
+		out = append(out,
+			ixEntry{s.productIndex("created", part), idm, timeScore(p.CreatedAt, p.ID)},
+			ixEntry{s.productIndex("sku", part), nameMember(p.SKU, p.ID), 0},
+			ixEntry{s.productIndex("name", part), nameMember(p.Name, p.ID), 0})
+		out = appendTermEntries(out, terms, p.ID,
+			func(t string) string { return s.productTermSet(t, part) },
+			func(t string, d int) string { return s.productDupSet(t, part, d) })
+	}
+	return out
+}
+
+// skuClaim is the key that holds a SKU for one product.
+func (s *Store) skuClaim(sku string) string { return s.prefix + "pu:{p}:sku:" + strings.ToLower(sku) }
+
+// productKind is how products are stored.
+var productKind = &kind[Product]{
+	name:         "p",
+	slot:         "p",
+	versionField: pfVersion,
+	decode:       decodeProduct,
+	encode:       encodeProduct,
+	version:      func(p *Product) int64 { return p.Version },
+	entries:      (*Store).productEntries,
+	indexes: func(s *Store) []indexKey {
+		byID := func(m string) (int64, bool) { return ParseID(m) }
+		var keys []indexKey
+		for _, part := range []string{"", "active", "inactive"} {
+			keys = append(keys, indexKey{s.productIndex("created", part), byID},
+				indexKey{s.productIndex("sku", part), memberID}, indexKey{s.productIndex("name", part), memberID})
+		}
+		return keys
+	},
+	indexPattern: func(s *Store) string { return globEscape(s.prefix+"px:{p}:w") + "*" },
+	claims:       func(s *Store, p *Product) []string { return []string{s.skuClaim(p.SKU)} },
+	claimTaken: func(p *Product, _ string, owner int64) error {
+		return &Error{Code: EINVALID, Message: "the product has invalid values",
+			Fields: map[string]string{"sku": "is already the SKU of product " + strconv.FormatInt(owner, 10)}}
+	},
+}
+
+func productNotFound(id int64) *Error { return Errorf(ENOTFOUND, "product %d not found", id) }
+
+// GetProduct reads one product.
+func (s *Store) GetProduct(ctx context.Context, id int64) (*Product, error) {
+	h, err := s.rdb.HGetAll(ctx, productKind.key(s, id)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	p, ok := decodeProduct(id, h)
+	if !ok {
+		if len(h) > 0 {
+			s.damaged(productKind.key(s, id), h)
+		}
+		return nil, productNotFound(id)
+	}
+	return p, nil
+}
+
+// CreateProduct validates in and stores it as a new product with a fresh
+// id. A SKU another product has (case aside) is a field error naming it.
+func (s *Store) CreateProduct(ctx context.Context, in ProductInput) (*Product, error) {
+	p, errs := applyProduct(nil, in)
+	if errs != nil {
+		return nil, &Error{Code: EINVALID, Message: "the product has invalid values", Fields: errs}
+	}
+	for range 100 {
+		id, err := s.rdb.Incr(ctx, s.prefix+"seq:{p}").Result()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		now := s.now().UTC().Truncate(time.Second)
+		p.ID, p.Version, p.CreatedAt, p.UpdatedAt = id, 1, now, now
+		ch, err := write(ctx, s, productKind, id, func(cur *Product) (*Product, error) {
+			if cur != nil {
+				return nil, errRecordExists
+			}
+			return &p, nil
+		})
+		if err != errRecordExists {
+			return ch.After, err
+		}
+	}
+	return nil, &Error{Code: EINTERNAL, Message: "the product id counter keeps handing out used ids; run orders -repair", Err: errRecordExists}
+}
+
+// UpdateProduct applies in to product id, with the same version checks as
+// Update; a change that changes nothing keeps the version.
+func (s *Store) UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error) {
+	ch, err := write(ctx, s, productKind, id, func(cur *Product) (*Product, error) {
+		if err := checkVersions(cur, id, ifMatch, in.Version); err != nil {
+			return nil, err
+		}
+		p, errs := applyProduct(cur, in)
+		if errs != nil {
+			return nil, &Error{Code: EINVALID, Message: "the product has invalid values", Fields: errs, Current: cur}
+		}
+		if p == *cur {
+			return cur, nil
+		}
+		p.Version = cur.Version + 1
+		p.UpdatedAt = s.now().UTC().Truncate(time.Second)
+		return &p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch.After, nil
+}
+
+// DeleteProduct removes product id (its SKU is free again). Orders keep
+// their own copies of what they were sold with.
+func (s *Store) DeleteProduct(ctx context.Context, id int64, ifMatch, version int64) error {
+	var v *int64
+	if version != 0 {
+		v = &version
+	}
+	_, err := write(ctx, s, productKind, id, func(cur *Product) (*Product, error) {
+		return nil, checkVersions(cur, id, ifMatch, v)
+	})
+	return err
+}
+
+// checkVersions is the product's not-found, If-Match and body-version
+// check.
+func checkVersions(cur *Product, id, ifMatch int64, version *int64) error {
+	switch {
+	case cur == nil:
+		return productNotFound(id)
+	case ifMatch != 0 && cur.Version != ifMatch:
+		return &Error{Code: EPRECONDITION, Message: "the product has changed since the version you named", Current: cur}
+	case version != nil && *version != cur.Version:
+		return &Error{Code: ECONFLICT, Message: "someone else changed this product; review the current values", Current: cur}
+	}
+	return nil
+}
+
+func init() { kinds[productKind.name] = productKind }
