@@ -505,12 +505,7 @@ func scoreArg(f float64, open bool) string {
 func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, out *Page) error {
 	count := int64(q.PerPage)
 	exact, digits := ParseID(t)
-	// With digits, the page is read from one earlier and one longer, so that
-	// whatever the order the digits name turns out to be, the page is in it.
-	off, n := offset, count
-	if digits && offset > 0 {
-		off, n = offset-1, count+1
-	}
+	off, n := pinWindow(offset, count, digits)
 	var (
 		page   func() (int64, []string, error)
 		exactH *redis.MapStringStringCmd
@@ -542,31 +537,8 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 			}
 		}
 	}
-	// The list is [pinned] + (the matches without pinned).
-	switch {
-	case pinned == nil && digits && offset > 0:
-		members = members[min(1, len(members)):] // the one read before
-	case pinned != nil && pinnedM == "":
-		total++ // counted here, not by the index
-	case pinned != nil:
-		if offset > 0 && len(members) > 0 && pinnedM < members[0] {
-			members = members[1:] // pinned lies before this page
-		}
-		// By id, not by member: the order may have been renamed since.
-		members = slices.DeleteFunc(members, func(m string) bool { id, _ := memberID(m); return id == exact })
-	}
-	want := count
-	if pinned != nil && offset == 0 {
-		want--
-	}
-	members = members[:min(int64(len(members)), want)]
-	out.Total = total
-	ids := make([]int64, 0, len(members))
-	for _, m := range members {
-		if id, ok := memberID(m); ok {
-			ids = append(ids, id)
-		}
-	}
+	members, out.Total = pinPage(members, total, offset, count, digits, exact, pinned != nil, pinnedM)
+	ids := sortedIDs(members, true)
 	stillMatches := func(o *Order) bool {
 		return (q.Status == "" || o.Status == q.Status) && hasTermPrefix(orderTerms(o), t)
 	}

@@ -132,10 +132,7 @@ func (s *Store) ListProducts(ctx context.Context, q ProductQuery) (ProductPage, 
 func (s *Store) searchProductsOne(ctx context.Context, t, part string, offset int64, keep func(*Product) bool, out *ProductPage) error {
 	count := int64(out.PerPage)
 	exact, digits := ParseID(t)
-	off, n := offset, count
-	if digits && offset > 0 {
-		off, n = offset-1, count+1
-	}
+	off, n := pinWindow(offset, count, digits)
 	var (
 		page   *redis.Cmd
 		exactH *redis.MapStringStringCmd
@@ -169,23 +166,7 @@ func (s *Store) searchProductsOne(ctx context.Context, t, part string, offset in
 			}
 		}
 	}
-	switch {
-	case pinned == nil && digits && offset > 0:
-		members = members[min(1, len(members)):]
-	case pinned != nil && pinnedM == "":
-		total++
-	case pinned != nil:
-		if offset > 0 && len(members) > 0 && pinnedM < members[0] {
-			members = members[1:]
-		}
-		members = slices.DeleteFunc(members, func(m string) bool { id, _ := memberID(m); return id == exact })
-	}
-	want := count
-	if pinned != nil && offset == 0 {
-		want--
-	}
-	members = members[:min(int64(len(members)), want)]
-	out.Total = total
+	members, out.Total = pinPage(members, total, offset, count, digits, exact, pinned != nil, pinnedM)
 	ps, err := s.loadProducts(ctx, sortedIDs(members, true), keep)
 	if err != nil {
 		return err
@@ -219,14 +200,7 @@ func (s *Store) productCandidates(ctx context.Context, t, part string) ([]int64,
 		return nil, false, wrap(err)
 	}
 	more := len(ms) == 2*MaxCandidates
-	ids := make([]int64, 0, len(ms))
-	seen := map[int64]bool{}
-	for _, m := range ms {
-		if id, ok := memberID(m); ok && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+	ids := idsOnce(ms)
 	if len(ids) > MaxCandidates {
 		ids, more = ids[:MaxCandidates], true
 	}

@@ -276,6 +276,55 @@ func hasTermPrefix(terms []string, t string) bool {
 	return false
 }
 
+// pinWindow is the range of a term's matches to read for a page at offset
+// of count: with digits, one earlier and one longer, so that wherever the
+// record the digits name turns out to be, the page is in it.
+func pinWindow(offset, count int64, digits bool) (off, n int64) {
+	if digits && offset > 0 {
+		return offset - 1, count + 1
+	}
+	return offset, count
+}
+
+// pinPage makes a page of the list [the record a digits term names] + (the
+// term's matches without it) from the matches read over pinWindow: found
+// says that record exists (within the query's filter), m is its first
+// entry among the matches ("" when it has none: it is counted here, not by
+// the index). It returns the page's matches (the record itself goes first
+// on the first page, by the caller) and the total.
+func pinPage(members []string, total, offset, count int64, digits bool, exact int64, found bool, m string) ([]string, int64) {
+	switch {
+	case !found && digits && offset > 0:
+		members = members[min(1, len(members)):] // the one read before
+	case found && m == "":
+		total++
+	case found:
+		if offset > 0 && len(members) > 0 && m < members[0] {
+			members = members[1:] // it lies before this page
+		}
+		// By id, not by member: the record may have been renamed since.
+		members = slices.DeleteFunc(members, func(x string) bool { id, _ := memberID(x); return id == exact })
+	}
+	want := count
+	if found && offset == 0 {
+		want--
+	}
+	return members[:min(int64(len(members)), want)], total
+}
+
+// idsOnce reads the ids of term members, each once, in order.
+func idsOnce(members []string) []int64 {
+	ids := make([]int64, 0, len(members))
+	seen := make(map[int64]bool, len(members))
+	for _, m := range members {
+		if id, ok := memberID(m); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // lexRange is the term-index range of the members starting with t.
 func lexRange(t string) (lo, hi string) { return "[" + t, "(" + t + "\xff" }
 
@@ -569,14 +618,7 @@ func (s *Store) termCandidates(ctx context.Context, t string, st Status) ([]int6
 		}
 		slices.Sort(members)
 	}
-	ids := make([]int64, 0, len(members))
-	seen := make(map[int64]bool, len(members))
-	for _, m := range members {
-		if id, ok := memberID(m); ok && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+	ids := idsOnce(members)
 	if len(ids) > MaxCandidates {
 		ids, more = ids[:MaxCandidates], true
 	}
