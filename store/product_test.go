@@ -361,3 +361,30 @@ func oracleProducts(all []*store.Product, q, active string, sort store.Sort) []i
 func foldProduct(s string) string {
 	return strings.NewReplacer("ü", "u", "Ü", "u").Replace(strings.ToLower(s))
 }
+
+// TestSeedFillsTheCatalogue: -seed puts the demo orders' products in the
+// catalogue (once), and every seeded item's SKU is one of them.
+func TestSeedFillsTheCatalogue(t *testing.T) {
+	tg := testutil.Targets(t)[0]
+	ctx := context.Background()
+	f := fresh(t, tg)
+	all := seeded(t, f, 40, rand.New(rand.NewPCG(1, 1)))
+	if _, err := f.s.Seed(ctx, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := f.listProducts(t, store.ProductQuery{PerPage: 100})
+	if p.Total != 12 || len(p.Products) != 12 {
+		t.Fatalf("after two seeds the catalogue has %d products, want the 12 demo ones", p.Total)
+	}
+	skus := map[string]bool{}
+	for _, x := range p.Products {
+		skus[x.SKU] = true
+	}
+	for _, o := range all {
+		for _, it := range o.Items {
+			if !skus[it.SKU] {
+				t.Errorf("order %d's item %s is not in the catalogue", o.ID, it.SKU)
+			}
+		}
+	}
+}

@@ -19,7 +19,7 @@ var (
 	lastNames = []string{"Lovelace", "Turing", "Hopper", "Torvalds", "Hamilton", "Thompson", "Liskov", "Ritchie",
 		"Allen", "Dijkstra", "Perlman", "Knuth", "Lamarr", "Backus", "Johnson", "Wirth", "Goldwasser", "Berners-Lee",
 		"Wilson", "Matsumoto"}
-	products = []struct {
+	demoProducts = []struct {
 		sku, name string
 		price     Money
 	}{
@@ -66,6 +66,9 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	}
 	if rnd == nil {
 		rnd = rand.New(rand.NewPCG(1, 2))
+	}
+	if err := s.seedProducts(ctx); err != nil {
+		return 0, err
 	}
 	last, err := s.rdb.IncrBy(ctx, s.seqKey(), int64(n)).Result()
 	if err != nil {
@@ -303,15 +306,15 @@ func (w *seedWorker) order(id int64, rnd *rand.Rand) Order {
 	}
 	// One to five different products.
 	k := 1 + rnd.IntN(5)
-	var picked [64]bool // more than len(products)
+	var picked [64]bool // more than len(demoProducts)
 	start := len(w.items)
 	for len(w.items)-start < k {
-		i := rnd.IntN(len(products))
+		i := rnd.IntN(len(demoProducts))
 		if picked[i] {
 			continue
 		}
 		picked[i] = true
-		p := products[i]
+		p := demoProducts[i]
 		w.items = append(w.items, Item{SKU: p.sku, Name: p.name, Quantity: 1 + rnd.Int64N(4), UnitPrice: p.price})
 	}
 	o.Items = w.items[start:len(w.items):len(w.items)]
@@ -350,6 +353,22 @@ func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand
 	}
 	_, err := p.Exec(ctx)
 	return err
+}
+
+// seedProducts puts the demo orders' products in the catalogue, unless it
+// has ever held any.
+func (s *Store) seedProducts(ctx context.Context) error {
+	n, err := s.rdb.Exists(ctx, s.prefix+"seq:{p}").Result()
+	if err != nil || n > 0 {
+		return wrap(err)
+	}
+	for _, p := range demoProducts {
+		price := p.price.String()
+		if _, err := s.CreateProduct(ctx, ProductInput{SKU: &p.sku, Name: &p.name, UnitPrice: &price}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // zeroScore is the score of every lexicographic index's entries, boxed once.
