@@ -210,6 +210,8 @@ var funcs = template.FuncMap{
 	"title":    statusTitle,
 	"statuses": func() []store.Status { return store.Statuses },
 	"mainID":   func() string { return mainID },
+	"noticeID": func() string { return noticeID },
+	"alertID":  func() string { return alertID },
 	// wbrEmail lets an email address break after "@" and before ".".
 	"wbrEmail": wbrEmail,
 	"actionLabel": func(s store.Status) string {

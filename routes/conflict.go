@@ -17,6 +17,8 @@ import (
 // order). Without a record of the version the person started from, the
 // diff cannot say who changed what; it says what saving yours would change.
 type conflictView struct {
+	// R is the resource: the Keep theirs link, the form Save mine submits.
+	R *resource
 	// Current is the stored order: theirs.
 	Current *store.Order
 	// Row says the conflict is shown in a list row's inline form.
@@ -94,7 +96,7 @@ type diffItem struct {
 
 // newConflict compares what the person sent with the stored order.
 func newConflict(cur *store.Order, in store.Input, row bool) *conflictView {
-	c := &conflictView{Current: cur, Row: row}
+	c := &conflictView{R: orderResource, Current: cur, Row: row}
 	field := func(name string, sent *string, theirs string, norm func(string) string, show func(string) string) {
 		if sent == nil {
 			return

@@ -55,6 +55,10 @@ type fieldView struct {
 	// HideLabel keeps the label for screen readers only (a table cell's
 	// control, whose column header shows the name).
 	HideLabel bool
+	// RowNumber is the number of the row a row's control belongs to, as
+	// people count (0: none): the label ends with it, in an element of its
+	// own that app.js renumbers when it copies a row.
+	RowNumber int
 	// InCell leaves out the field's box: a table cell is the box.
 	InCell bool
 	// Compact is a list row's inline form: the label has no "(optional)"

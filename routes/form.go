@@ -12,6 +12,8 @@ import (
 // shown (the stored ones, or what the person typed), and the errors.
 type orderForm struct {
 	formState[store.Input]
+	// R is the order resource: the form's id, its Cancel link.
+	R       *resource
 	New     bool
 	ID      int64
 	Action  string
@@ -36,7 +38,7 @@ type itemForm struct {
 func (it itemForm) Number() int { return it.N + 1 }
 
 func newOrderForm(o *store.Order) *orderForm {
-	f := &orderForm{New: o == nil, Action: orderResource.Path(), StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
+	f := &orderForm{R: orderResource, New: o == nil, Action: orderResource.Path(), StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
 	f.fields = orderFields
 	pending, usd := string(store.Pending), "USD"
 	f.values = store.Input{Status: &pending, Currency: &usd}
@@ -127,13 +129,14 @@ type itemRowView struct {
 }
 
 // Field is the view of the row's field sub: a table cell's control,
-// labelled "SKU of item 3" for screen readers.
+// labelled "SKU of item 3" for screen readers (3 is RowNumber).
 func (r itemRowView) Field(sub string) fieldView {
 	fd := itemFields.byName(sub)
 	key := errKey("items", r.Item.N, sub)
 	value, _ := fd.value(&r.Item.values)
 	v := fd.view("items-"+strconv.Itoa(r.Item.N)+"-"+sub, key, value, r.Form.Errors[key])
-	v.Label += " of item " + strconv.Itoa(r.Item.Number())
+	v.Label += " of item"
+	v.RowNumber = r.Item.Number()
 	v.HideLabel, v.InCell = true, true
 	return v
 }

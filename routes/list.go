@@ -482,10 +482,12 @@ func thousands(n int64) string {
 
 // sortColumn is one sortable column header of the List.
 type sortColumn struct {
+	// R is the resource listed: the header's link swaps its results.
+	R                                        *resource
 	Field, Label, Class, URL, AriaSort, Hint string
 }
 
 // Column describes the header of the column that sorts by field.
 func (l *listView) Column(field, label, class string) sortColumn {
-	return sortColumn{Field: field, Label: label, Class: class, URL: l.SortURL(field), AriaSort: l.AriaSort(field), Hint: l.SortHint(field)}
+	return sortColumn{R: l.R, Field: field, Label: label, Class: class, URL: l.SortURL(field), AriaSort: l.AriaSort(field), Hint: l.SortHint(field)}
 }

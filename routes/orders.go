@@ -131,6 +131,12 @@ func (o *orderHandlers) show(c *fiber.Ctx, rp repr) (*response, error) {
 	return out, nil
 }
 
+// OrderPage is the data an order's page renders with: for bench/floor,
+// which renders partials/orders/show in the layout without the app.
+func OrderPage(o *store.Order) any {
+	return &view{R: orderResource, Title: orderTitle(o), Nav: "orders", Order: o}
+}
+
 func orderTitle(o *store.Order) string {
 	return "Order " + strconv.FormatInt(o.ID, 10) + " · " + o.Customer
 }

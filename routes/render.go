@@ -144,9 +144,15 @@ func (v *view) DocTitle() string {
 // Row gives a List row the view a single-row fragment gets.
 func (v *view) Row(o store.Order) *view { return &view{R: v.R, Order: &o} }
 
-// mainID is the id of the layout's main element, where a page-sized htmx
-// swap goes; the templates have it as {{mainID}}.
-const mainID = "main"
+// Ids of the layout's elements, for every resource: the main element,
+// where a page-sized htmx swap goes, and the two live regions of notices
+// (notice.go). The templates have them as {{mainID}}, {{noticeID}} and
+// {{alertID}}; app.js finds the regions by their class, notice-region.
+const (
+	mainID   = "main"
+	noticeID = "notice"
+	alertID  = "notice-alert"
+)
 
 // titleSwap reports whether an htmx request swaps a page-sized part: the
 // main element, the resource's results, or (no HX-Target) the body.

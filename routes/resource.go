@@ -19,8 +19,13 @@ package routes
 //     written (response.go);
 //   - its templates under partials/<plural>/: at least show, form, list,
 //     list_results, row, row_edit, row_gone, delete; they reach the
-//     description as .R (view.R, listView.R);
-//   - one registration in New: registerResource(app, h, desc, handlers).
+//     description as .R (view.R; listView.R, sortColumn.R, conflictView.R
+//     and orderForm.R where a partial's data is not the view), so no path,
+//     target id or event is spelled in them: {{.R.Path}},
+//     {{.R.MemberPath .ID}}, {{.R.RowID .ID}}, #{{.R.ResultsID}},
+//     {{.R.ChangedEvent}}. The layout's ids come from template funcs
+//     ({{mainID}}, {{noticeID}}, {{alertID}}), the same for every resource;
+//   - one registration in New: registerResource(app, desc, handlers).
 //
 // What it gets for free:
 //
@@ -30,11 +35,18 @@ package routes
 //     every outcome (respond): the full page (layout, flash notice), the
 //     htmx fragment (bare layout, both notice regions, the document title
 //     of a page-sized swap, HX-Push-Url / HX-Replace-Url / HX-Location /
-//     HX-Trigger), JSON (charset, Location), the plain form's 303 with the
-//     notice as a flash cookie, Cache-Control, ETag and 304;
+//     HX-Trigger), JSON (charset, Location, errors through errorHandler),
+//     the plain form's 303 with the notice as a flash cookie,
+//     Cache-Control, ETag and 304;
 //   - errors in the representation asked for (errorHandler, through the
 //     same responder), and a member that is gone (gone.go): the row that
-//     says so for an inline row, a 404 that names the resource elsewhere;
+//     says so for an inline row (partials/<plural>/row_gone), a 404 that
+//     names the resource elsewhere;
+//   - app.js, which finds what it works on by data- attributes the
+//     templates write, never by a resource's ids or a label's words: the
+//     results ([data-results]) and their rows ([data-rows] > tr), a form's
+//     item rows ([data-max-rows]) and their numbers ([data-row-number]),
+//     the page a shortcut opens (a[data-shortcut]).
 
 import (
 	"strconv"

@@ -19,7 +19,6 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,10 +67,7 @@ func main() {
 			return fiber.ErrNotFound
 		}
 		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
-		return tmpl.ExecuteTemplate(c.Response().BodyWriter(), page, map[string]any{
-			"Title": "Order " + strconv.FormatInt(ord.ID, 10) + " · " + ord.Customer,
-			"Nav":   "orders", "Notice": "", "Order": ord,
-		})
+		return tmpl.ExecuteTemplate(c.Response().BodyWriter(), page, routes.OrderPage(ord))
 	})
 	log.Fatal(app.Listen(*addr))
 }

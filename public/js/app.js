@@ -1,5 +1,11 @@
 // Orders: the little behaviour htmx does not give. No inline script
 // anywhere (the CSP forbids it); everything here also works without it.
+// The server names what this script works on with data- attributes
+// (routes/resource.go), never with a resource's ids or a label's words:
+// [data-results] holds a list's results, [data-rows] > tr are its table's
+// rows (one per member), [data-max-rows] is a form's item rows (how many it takes),
+// [data-row-number] an item row's number as people read it, and
+// a[data-shortcut] the target of a keyboard shortcut.
 (function () {
   "use strict";
 
@@ -34,21 +40,26 @@
         if ((q && q.value.trim()) || (p && p.value.trim())) ok = false;
       }
     });
-    var t = document.getElementById("order-total");
+    var table = tbody.closest("table");
+    var t = table && table.querySelector("tfoot output");
     if (t) t.textContent = ok ? money(total) : "–";
   }
 
-  // Renumber a cloned item row to index n.
+  // Renumber a cloned item row to index n: its form keys (items[N][...])
+  // and control ids (items-N-...), and the number people read (N+1),
+  // which the server marks with data-row-number wherever a label says it.
   function renumber(row, n) {
-    row.querySelectorAll("[name],[id],[for],[aria-describedby],[aria-label]").forEach(function (el) {
-      ["name", "id", "for", "aria-describedby", "aria-label"].forEach(function (a) {
+    row.querySelectorAll("[name],[id],[for],[aria-describedby]").forEach(function (el) {
+      ["name", "id", "for", "aria-describedby"].forEach(function (a) {
         var v = el.getAttribute(a);
-        if (v) el.setAttribute(a, v.replace(/items\[\d+\]/g, "items[" + n + "]").replace(/items-\d+-/g, "items-" + n + "-").replace(/(item row |of item )\d+/g, "$1" + (n + 1)));
+        if (v) el.setAttribute(a, v.replace(/items\[\d+\]/g, "items[" + n + "]").replace(/items-\d+-/g, "items-" + n + "-"));
       });
     });
+    row.querySelectorAll("[data-row-number]").forEach(function (el) { el.textContent = String(n + 1); });
   }
 
   function addRow(tbody) {
+    if (!tbody) return;
     var rows = tbody.querySelectorAll("tr.item-row");
     // The most rows an order takes: the server says it on the table.
     var most = parseInt(tbody.getAttribute("data-max-rows"), 10);
@@ -72,7 +83,7 @@
     var add = e.target.closest("[data-add-row]");
     if (add) {
       e.preventDefault();
-      addRow(document.getElementById("item-rows"));
+      addRow(add.form && add.form.querySelector("[data-max-rows]"));
       return;
     }
     var rm = e.target.closest("[data-remove-row]");
@@ -94,7 +105,7 @@
   });
 
   document.addEventListener("input", function (e) {
-    var tbody = e.target.closest && e.target.closest("#item-rows");
+    var tbody = e.target.closest && e.target.closest("[data-max-rows]");
     if (tbody) updateTotals(tbody);
   });
 
@@ -108,7 +119,7 @@
   });
 
   function enhance(root) {
-    updateTotals(root.querySelector ? root.querySelector("#item-rows") || document.getElementById("item-rows") : null);
+    updateTotals(document.querySelector("[data-max-rows]"));
   }
 
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
@@ -152,8 +163,8 @@
     if (!t || t.nodeType !== 1) return;
     var root = t.isConnected ? t : (t.id && document.getElementById(t.id));
     if (!root) return; // a removed row: the List section moves focus
-    var isRow = /^order-row-/.test(root.id);
-    var isPage = root === document.body || root.id === "main";
+    var isRow = root.tagName === "TR" && !!root.parentElement && root.parentElement.hasAttribute("data-rows");
+    var isPage = root === document.body || root.tagName === "MAIN";
     if (!isRow && !isPage) return;
     var invalid = root.querySelector("[aria-invalid='true']");
     if (invalid) { focusField(invalid); return; }
@@ -193,17 +204,20 @@
 (function listAndShortcuts() {
   "use strict";
 
-  function results() { return document.getElementById("order-results"); }
+  function results() { return document.querySelector("[data-results]"); }
+  function isResults(el) { return !!(el && el.nodeType === 1 && el.hasAttribute("data-results")); }
 
-  // Does an htmx request swap #order-results? (A pager link or a column
-  // header names it in hx-target; the results refetching themselves after
-  // a delete are their own source.)
+  // Does an htmx request swap the results? (A pager link or a column
+  // header names them in hx-target; the results refetching themselves
+  // after a delete are their own source.)
   function aimsAtResults(ctx) {
     if (!ctx) return false;
     var t = ctx.target;
-    if (t && t.nodeType === 1) return t.id === "order-results";
-    if (typeof t === "string") return t.trim() === "#order-results";
-    return !!(ctx.sourceElement && ctx.sourceElement.id === "order-results");
+    if (t && t.nodeType === 1) return isResults(t);
+    if (typeof t === "string") {
+      try { return isResults(document.querySelector(t.trim())); } catch (err) { return false; }
+    }
+    return isResults(ctx.sourceElement);
   }
 
   // The results say they are loading (aria-busy, which the stylesheet
@@ -237,19 +251,19 @@
     var ctx = e.detail && e.detail.ctx;
     if (!ctx) return;
     var src = ctx.sourceElement;
-    var row = src && src.closest && src.closest("#order-results tr[id^='order-row-']");
+    var row = src && src.closest && src.closest("[data-rows] > tr");
     if (row && /delete/i.test(ctx.request && ctx.request.method || "")) {
       var rows = listRows();
       after = { kind: "delete", index: rows.indexOf(row) };
       return;
     }
     if (!aimsAtResults(ctx)) return;
-    if (src && src.closest && src.closest("#order-results .pager, #order-results .results-head")) {
+    if (src && src.closest && src.closest("[data-results] .pager, [data-results] .results-head")) {
       after = { kind: "page" };
     } else if (src && src.matches && src.matches("a.sort")) {
-      var ths = Array.prototype.slice.call(document.querySelectorAll("#order-results thead th"));
+      var ths = Array.prototype.slice.call(document.querySelectorAll("[data-results] thead th"));
       after = { kind: "sort", index: ths.indexOf(src.closest("th")) };
-    } else if (src && src.id !== "order-results") {
+    } else if (src && !isResults(src)) {
       after = null; // the search form: focus stays where one types
     }
     inFlight.push(ctx);
@@ -263,10 +277,10 @@
   });
 
   // New results are processed once swapped in: the event comes from the
-  // new #order-results itself, which is in the page.
+  // new results element itself, which is in the page.
   document.addEventListener("htmx:after:process", function (e) {
     var r = e.target;
-    if (!r || r.id !== "order-results") return;
+    if (!isResults(r)) return;
     updateBusy();
     var a = after;
     after = null;
@@ -293,13 +307,13 @@
   // Inquiry orders.
   function listRows() {
     return Array.prototype.slice.call(document.querySelectorAll(
-      "#order-results tbody tr[id^='order-row-'], #order-results .inquiry-order"));
+      "[data-rows] > tr, [data-results] .inquiry-order"));
   }
 
   function currentRow() {
     var a = document.activeElement;
-    var row = a && a.closest && a.closest("#order-results tr[id^='order-row-'], #order-results .inquiry-order");
-    return row || document.querySelector("#order-results .is-current");
+    var row = a && a.closest && a.closest("[data-rows] > tr, [data-results] .inquiry-order");
+    return row || document.querySelector("[data-results] .is-current");
   }
 
   function moveRow(step) {
@@ -319,7 +333,8 @@
     if (!row || row.classList.contains("editing")) return;
     var edit = row.querySelector("a[href$='/edit']");
     if (edit) { edit.click(); return; }
-    var show = row.querySelector("a[href^='/orders/']");
+    // An Inquiry entry has no Edit link: its heading links to the member.
+    var show = row.querySelector("a[href]");
     if (show) window.location.assign(show.getAttribute("href") + "/edit");
   }
 
@@ -401,10 +416,13 @@
         q.select();
         return;
       }
-      case "n":
+      case "n": {
+        var create = document.querySelector("a[data-shortcut='n']");
+        if (!create) return;
         e.preventDefault();
-        window.location.assign("/orders/new");
+        window.location.assign(create.getAttribute("href"));
         return;
+      }
       case "j":
       case "k":
         if (!listRows().length) return;
@@ -426,8 +444,8 @@
   // The highlighted row follows focus: clicking or tabbing elsewhere in
   // the list moves it, leaving the list clears it.
   document.addEventListener("focusin", function (e) {
-    var row = e.target.closest && e.target.closest("#order-results tr[id^='order-row-'], #order-results .inquiry-order");
-    document.querySelectorAll("#order-results .is-current").forEach(function (r) { if (r !== row) r.classList.remove("is-current"); });
+    var row = e.target.closest && e.target.closest("[data-rows] > tr, [data-results] .inquiry-order");
+    document.querySelectorAll("[data-results] .is-current").forEach(function (r) { if (r !== row) r.classList.remove("is-current"); });
     if (row) row.classList.add("is-current");
   });
 })();
@@ -440,18 +458,18 @@
   document.documentElement.classList.add("js");
 
   function regions() {
-    return document.querySelectorAll("#notice, #notice-alert");
+    return document.querySelectorAll(".notice-region");
   }
 
   // Dismissing empties the region (it stays, so the next notice is still
   // announced) and, when focus was in the notice, moves it to the page's
   // heading rather than dropping it on the body.
   function dismiss(notice) {
-    var region = notice.closest("#notice, #notice-alert");
+    var region = notice.closest(".notice-region");
     var hadFocus = notice.contains(document.activeElement);
     (region || notice).replaceChildren();
     if (!hadFocus) return;
-    var to = document.querySelector("main h1") || document.getElementById("main");
+    var to = document.querySelector("main h1") || document.querySelector("main");
     if (!to) return;
     if (!to.hasAttribute("tabindex")) to.setAttribute("tabindex", "-1");
     to.focus();
