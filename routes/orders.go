@@ -121,11 +121,6 @@ func (o *orderHandlers) show(c *fiber.Ctx, rp repr) (*response, error) {
 		out.Partial, part = o.R.Partial("delete"), "delete"
 		out.View.Title = "Delete " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10) + "?"
 	}
-	if rp == reprPage && c.Cookies(flashCookie) != "" {
-		// This page carries a one-time notice: neither a 304 nor an ETag,
-		// so the notice is neither lost nor replayed from a cache.
-		return out, nil
-	}
 	out.ETag = o.R.etag(ord.ID, ord.Version, rp, part)
 	out.NotModified = o.R.notModified(c, ord.ID, ord.Version)
 	return out, nil
@@ -142,18 +137,15 @@ func orderTitle(o *store.Order) string {
 }
 
 func (o *orderHandlers) newForm(c *fiber.Ctx, rp repr) (*response, error) {
-	out := &response{Partial: o.R.Partial("form"), CacheControl: noStore,
+	f := newOrderForm(nil)
+	prefillFromQuery(c, f)
+	return &response{Partial: o.R.Partial("form"), CacheControl: noStore,
+		View: &view{Title: "New order", Nav: "new", Form: f},
 		// The creation form for programs: the fields and their defaults.
 		JSON: fiber.Map{
 			"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
 			"items": []store.Item{}, "statuses": []store.Status{store.Pending},
-		}}
-	if rp != reprJSON {
-		f := newOrderForm(nil)
-		prefillFromQuery(c, f)
-		out.View = &view{Title: "New order", Nav: "new", Form: f}
-	}
-	return out, nil
+		}}, nil
 }
 
 // prefillFromQuery fills a form from its own fields sent as a GET: the
@@ -244,7 +236,10 @@ func (o *orderHandlers) editForm(c *fiber.Ctx, rp repr) (*response, error) {
 	if ord == nil {
 		return gone, err
 	}
+	f := newOrderForm(ord)
+	prefillFromQuery(c, f)
 	out := &response{Partial: o.R.Partial("form"), CacheControl: noStore,
+		View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10), Nav: "orders", Order: ord, Form: f},
 		// The update form for programs: the order and what may change.
 		JSON: fiber.Map{
 			"order": ord, "statuses": append([]store.Status{ord.Status}, ord.Status.Next()...),
@@ -252,11 +247,6 @@ func (o *orderHandlers) editForm(c *fiber.Ctx, rp repr) (*response, error) {
 		}}
 	if o.R.isRow(c, rp, ord.ID) {
 		out.Partial = o.R.Partial("row_edit")
-	}
-	if rp != reprJSON {
-		f := newOrderForm(ord)
-		prefillFromQuery(c, f)
-		out.View = &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10), Nav: "orders", Order: ord, Form: f}
 	}
 	return out, nil
 }

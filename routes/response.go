@@ -82,6 +82,11 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 			c.Set(fiber.HeaderETag, out.ETag)
 		}
 	}
+	if rp == reprPage && c.Cookies(flashCookie) != "" {
+		// This page carries a one-time notice: neither a 304 nor an ETag,
+		// so the notice is neither lost nor replayed from a cache.
+		out.ETag, out.NotModified = "", false
+	}
 	if out.NotModified {
 		cache()
 		return c.SendStatus(fiber.StatusNotModified)
