@@ -3,6 +3,7 @@ package routes
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -82,13 +83,34 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 		entries = s
 	}
 	return &response{Partial: partial, View: &view{Title: l.Title(), Nav: nav, List: l},
-		JSON: listJSON{entries, page.Page, page.PerPage, page.Total,
-			page.TotalIsLowerBound, nullable(l.Prev), nullable(l.Next)}}, nil
+		JSON: listJSON{o.R, entries, pageJSON{page.Page, page.PerPage, page.Total,
+			page.TotalIsLowerBound, nullable(l.Prev), nullable(l.Next)}}}, nil
 }
 
-// listJSON is the List and Inquiry JSON (CONTRACT §4).
+// listJSON is the List and Inquiry JSON (CONTRACT §4): the entries under
+// the resource's plural ({"orders": [...]}), then the page.
 type listJSON struct {
-	Orders  any   `json:"orders"`
+	r       *resource
+	entries any
+	page    pageJSON
+}
+
+// MarshalJSON writes the entries first, named by the resource, then the page.
+func (l listJSON) MarshalJSON() ([]byte, error) {
+	entries, err := json.Marshal(l.entries)
+	if err != nil {
+		return nil, err
+	}
+	page, err := json.Marshal(l.page)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(`{"`+l.r.Plural+`":`), entries...)
+	return append(append(b, ','), page[1:]...), nil
+}
+
+// pageJSON is where a list's page lies in its results.
+type pageJSON struct {
 	Page    int   `json:"page"`
 	PerPage int   `json:"per_page"`
 	Total   int64 `json:"total"`
@@ -339,6 +361,7 @@ func (o *orderHandlers) delete(c *fiber.Ctx, rp repr) (*response, error) {
 	if err := o.store.Delete(c.UserContext(), id, o.R.ifMatch(c, id), version); err != nil {
 		return gone(c, rp, o.R, id, err)
 	}
+	// 204 in JSON; HTML answers 200 (respond): htmx swaps nothing on a 204.
 	out := &response{Status: fiber.StatusNoContent, Notice: successNotice(o.R.Named(id) + " deleted."),
 		Redirect: o.R.Path(),
 		// From the order's own page: there is nothing left to show there.
@@ -348,9 +371,6 @@ func (o *orderHandlers) delete(c *fiber.Ctx, rp repr) (*response, error) {
 		// results then fetch themselves again (their hx-trigger), so the
 		// count and the page are right after the delete (issue 9 #8).
 		out.HXLocation, out.Partial, out.Trigger = "", partialNotice, o.R.changedTrigger()
-	}
-	if rp != reprJSON {
-		out.Status = fiber.StatusOK // htmx swaps nothing on a 204
 	}
 	return out, nil
 }
