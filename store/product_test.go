@@ -330,8 +330,10 @@ func oracleProducts(all []*store.Product, q, active string, sort store.Sort) []i
 		})
 	} else {
 		cmp := map[string]func(a, b *store.Product) int{
-			"sku":  func(a, b *store.Product) int { return strings.Compare(strings.ToLower(a.SKU), strings.ToLower(b.SKU)) },
-			"name": func(a, b *store.Product) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
+			"sku": func(a, b *store.Product) int { return strings.Compare(strings.ToLower(a.SKU), strings.ToLower(b.SKU)) },
+			"name": func(a, b *store.Product) int {
+				return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+			},
 			"created": func(a, b *store.Product) int {
 				if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 					return c
