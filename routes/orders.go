@@ -58,7 +58,7 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 		return nil, err
 	}
 	q.Items = inquiry
-	path, name, nav := o.R.Path(), "list", "orders"
+	path, name, nav := o.R.Path(), "list", o.R.Plural
 	if inquiry {
 		path, name, nav = o.R.ViewPath("inquiry"), "inquiry", "inquiry"
 	}
@@ -133,7 +133,7 @@ func (o *orderHandlers) show(c *fiber.Ctx, rp repr) (*response, error) {
 	if ord == nil {
 		return gone, err
 	}
-	out := &response{Partial: o.R.Partial("show"), View: &view{Title: orderTitle(ord), Nav: "orders", Order: ord}, JSON: ord}
+	out := &response{Partial: o.R.Partial("show"), View: &view{Title: orderTitle(ord), Nav: o.R.Plural, Order: ord}, JSON: ord}
 	part := ""
 	if o.R.isRow(c, rp, ord.ID) {
 		out.Partial, part = o.R.Partial("row"), "row"
@@ -151,7 +151,7 @@ func (o *orderHandlers) show(c *fiber.Ctx, rp repr) (*response, error) {
 // OrderPage is the data an order's page renders with: for bench/floor,
 // which renders partials/orders/show in the layout without the app.
 func OrderPage(o *store.Order) any {
-	return &view{R: orderResource, Title: orderTitle(o), Nav: "orders", Order: o}
+	return &view{R: orderResource, Title: orderTitle(o), Nav: orderResource.Plural, Order: o}
 }
 
 func orderTitle(o *store.Order) string {
@@ -231,7 +231,7 @@ func (o *orderHandlers) create(c *fiber.Ctx, rp repr) (*response, error) {
 	}
 	loc := o.R.MemberPath(ord.ID)
 	return &response{Status: fiber.StatusCreated, Partial: o.R.Partial("show"),
-		View: &view{Title: orderTitle(ord), Nav: "orders", Order: ord}, JSON: ord,
+		View: &view{Title: orderTitle(ord), Nav: o.R.Plural, Order: ord}, JSON: ord,
 		Notice:   successNotice(o.R.Named(ord.ID) + " created."),
 		Location: loc, PushURL: loc, Redirect: loc}, nil
 }
@@ -261,7 +261,7 @@ func (o *orderHandlers) editForm(c *fiber.Ctx, rp repr) (*response, error) {
 	f := newOrderForm(ord)
 	prefillFromQuery(c, f)
 	out := &response{Partial: o.R.Partial("form"), CacheControl: noStore,
-		View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10), Nav: "orders", Order: ord, Form: f},
+		View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10), Nav: o.R.Plural, Order: ord, Form: f},
 		// The update form for programs: the order and what may change.
 		JSON: fiber.Map{
 			"order": ord, "statuses": append([]store.Status{ord.Status}, ord.Status.Next()...),
@@ -295,7 +295,7 @@ func (o *orderHandlers) update(c *fiber.Ctx, rp repr) (*response, error) {
 		f := newOrderForm(cur)
 		f.fill(in)
 		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: o.R.Partial("form"), Err: err,
-			View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(id, 10), Nav: "orders", Order: cur, Form: f}}
+			View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(id, 10), Nav: o.R.Plural, Order: cur, Form: f}}
 		if row {
 			out.Partial = o.R.Partial("row_edit")
 		}
@@ -317,7 +317,7 @@ func (o *orderHandlers) update(c *fiber.Ctx, rp repr) (*response, error) {
 		return out, nil
 	}
 	loc := o.R.MemberPath(id)
-	out := &response{Partial: o.R.Partial("show"), View: &view{Title: orderTitle(ord), Nav: "orders", Order: ord},
+	out := &response{Partial: o.R.Partial("show"), View: &view{Title: orderTitle(ord), Nav: o.R.Plural, Order: ord},
 		JSON: ord, Notice: successNotice(o.R.Named(id) + " saved."), Redirect: loc,
 		// Replaced, not pushed: the edit form's history entry becomes the
 		// order, so Back leads to the page before the edit, never into the

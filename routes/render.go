@@ -117,7 +117,7 @@ type view struct {
 	// error page of no resource.
 	R      *resource
 	Title  string
-	Nav    string  // which navigation entry is current: orders, inquiry, new
+	Nav    string  // which navigation entry is current: a resource's Plural, inquiry, new
 	Notice *notice // a message for the live regions (notice.go)
 
 	// ID is the member a fragment is about when none is stored (row_gone).
