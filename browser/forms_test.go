@@ -455,6 +455,10 @@ func TestDeletedElsewhere(t *testing.T) {
 	e.shot(t, "deleted-elsewhere-row")
 	row1 := fmt.Sprintf("#order-row-%d", rows[1].ID)
 	e.do(t, "open an inline edit", chromedp.Click(css(row1+" a[hx-get]")), chromedp.WaitVisible(css(row1+" form")))
+	// Visible is not yet live: on a loaded machine the Save click could come
+	// before htmx has taken the new form over, and submit it as a plain form
+	// (a whole 404 page, no row). The focus moves into the form once it has.
+	e.waitFocus(t, "the inline edit", row1+" form input")
 	gone(rows[1].ID)
 	e.do(t, "save it", chromedp.Click(css(row1+" button[type=submit]")))
 	wantGoneRow("inline save", rows[1].ID)
