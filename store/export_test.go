@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -93,4 +94,31 @@ func (s *Store) RepairCodes(ctx context.Context) (RepairReport, error) {
 	var r RepairReport
 	err := repairKind(ctx, s, codeKind, true, &r)
 	return r, err
+}
+
+// UncoveredIndexKeys returns the index keys the entries of o and p name
+// that Repair would not walk: neither among their kind's indexes nor
+// matching its indexPattern.
+func (s *Store) UncoveredIndexKeys(o *Order, p *Product) []string {
+	return append(uncovered(s, orders, o), uncovered(s, productKind, p)...)
+}
+
+func uncovered[T any](s *Store, k *kind[T], r *T) []string {
+	known := map[string]bool{}
+	for _, ix := range k.indexes(s) {
+		known[ix.Key] = true
+	}
+	var out []string
+	for _, e := range k.entries(s, r) {
+		if known[e.Key] {
+			continue
+		}
+		if k.indexPattern != nil {
+			if ok, _ := path.Match(k.indexPattern(s), e.Key); ok {
+				continue
+			}
+		}
+		out = append(out, e.Key)
+	}
+	return out
 }

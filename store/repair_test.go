@@ -76,3 +76,22 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairWalksEveryIndexAWriteUses: every index key a write puts an
+// order's or a product's entries in (any status, any active state, terms
+// in any script) is one Repair walks, so a layout change cannot leave an
+// index Repair never checks.
+func TestRepairWalksEveryIndexAWriteUses(t *testing.T) {
+	s := store.New(nil, store.Options{Prefix: "t[1]*:"})
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, st := range store.Statuses {
+		o := &store.Order{ID: 7, Customer: "Ada Łovelace 张伟 O'Brien", Email: "ada@example.com", Status: st,
+			Items: []store.Item{{SKU: "KBD-60", Name: "k"}, {SKU: "KBD-61", Name: "k"}}, CreatedAt: at, UpdatedAt: at}
+		for _, active := range []bool{true, false} {
+			p := &store.Product{ID: 3, SKU: "KBD-60", Name: "Клавиатура 60%", Active: active, CreatedAt: at, UpdatedAt: at}
+			if keys := s.UncoveredIndexKeys(o, p); len(keys) > 0 {
+				t.Errorf("status %s, active %v: Repair walks none of %q", st, active, keys)
+			}
+		}
+	}
+}
