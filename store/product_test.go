@@ -316,17 +316,7 @@ func oracleProducts(all []*store.Product, q, active string, sort store.Sort) []i
 		}
 		d := terms[driver]
 		slices.SortFunc(hits, func(a, b *store.Product) int {
-			ea, eb := strconv.FormatInt(a.ID, 10) == d, strconv.FormatInt(b.ID, 10) == d
-			switch {
-			case ea != eb && ea:
-				return -1
-			case ea != eb:
-				return 1
-			}
-			if c := strings.Compare(first(a, d), first(b, d)); c != 0 {
-				return c
-			}
-			return int(b.ID - a.ID)
+			return matchOrder(d, a.ID, b.ID, first(a, d), first(b, d))
 		})
 	} else {
 		cmp := map[string]func(a, b *store.Product) int{

@@ -101,23 +101,30 @@ func oracleSearch(all []*store.Order, q store.Query) []int64 {
 	}
 	d := terms[driver]
 	slices.SortFunc(hits, func(a, b *store.Order) int {
-		ea, eb := strconv.FormatInt(a.ID, 10) == d, strconv.FormatInt(b.ID, 10) == d
-		switch {
-		case ea != eb && ea:
-			return -1
-		case ea != eb:
-			return 1
-		}
-		if c := strings.Compare(firstMatch(a, d), firstMatch(b, d)); c != 0 {
-			return c
-		}
-		return int(b.ID - a.ID)
+		return matchOrder(d, a.ID, b.ID, firstMatch(a, d), firstMatch(b, d))
 	})
 	out := []int64{}
 	for _, o := range hits {
 		out = append(out, o.ID)
 	}
 	return out
+}
+
+// matchOrder compares two records in match order for the driving term d
+// (CONTRACT §4): the record d names by id first, then by the first of its
+// terms that d starts (aTerm, bTerm), newest first.
+func matchOrder(d string, aID, bID int64, aTerm, bTerm string) int {
+	ea, eb := strconv.FormatInt(aID, 10) == d, strconv.FormatInt(bID, 10) == d
+	switch {
+	case ea != eb && ea:
+		return -1
+	case ea != eb:
+		return 1
+	}
+	if c := strings.Compare(aTerm, bTerm); c != 0 {
+		return c
+	}
+	return int(bID - aID)
 }
 
 func oracleFilter(o *store.Order, q store.Query) bool {
