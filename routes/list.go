@@ -18,33 +18,119 @@ import (
 // dateLayout is how from and to are written: a calendar date, UTC.
 const dateLayout = "2006-01-02"
 
-// listView is the List or Inquiry page.
+// listing is what a resource's List knows besides its rows: its sorts,
+// the filters its query keeps, and how its pages describe them. A
+// resource's list handler reads its query (the filters through
+// queryParams) and gives newListView the page it got from the store.
+type listing struct {
+	// Title is the List's title ("Products"); "" for the orders' List,
+	// whose plain page is titled by the site's name alone.
+	Title string
+	// Sorts are the sorts the List knows; the first is the default.
+	Sorts []store.Sort
+	// Columns are the sortable columns, each with the sort a click on its
+	// header gives first.
+	Columns map[string]store.Sort
+	// Words says a sort in words: "newest first", "by SKU, A to Z".
+	Words func(store.Sort) string
+	// Params are the filters' query keys, in the order URLs write them.
+	Params []string
+	// Describe says the filters in words (params has only those given):
+	// the page title's parts ("shipped", "created from 2025-01-01") and
+	// what the empty results add after "No orders" (" with status
+	// shipped").
+	Describe func(params map[string]string) (title []string, empty string)
+}
+
+// listResult is one page of a resource's list as the store answered it.
+type listResult struct {
+	// Rows are the page's members ([]store.Order, []store.Product) and N
+	// their number.
+	Rows              any
+	N                 int
+	Page, PerPage     int
+	Total             int64
+	TotalIsLowerBound bool
+	// MatchOrder: a search's rows, in match order.
+	MatchOrder bool
+}
+
+// listView is the List (or another view of the collection: the Inquiry)
+// page of any resource.
 type listView struct {
-	// R is the resource listed: its results' id, its paths.
+	// R is the resource listed: its results' id, its paths, its names.
 	R       *resource
+	listing *listing
 	Path    string // /orders or /orders/inquiry
 	Inquiry bool
 	Q       string
-	Status  string
+	// params are the filters given (the keys of listing.Params).
+	params map[string]string
 	// Sort is the sort asked for (the default when none was); SortAsked
 	// says the query named one.
 	Sort      store.Sort
 	SortAsked bool
-	// DateFrom and DateTo are the created-date range as YYYY-MM-DD ("" when open).
-	DateFrom, DateTo string
-	// EmptyRange says to is before from: nothing can match.
+	// EmptyRange says the filters leave nothing (to before from).
 	EmptyRange bool
 	PerPage    int
-	Page       store.Page
+	Page       listResult
 	Prev       string
 	Next       string
-	// First and Last number the orders shown (1-based; 0 when none).
+	// First and Last number the members shown (1-based; 0 when none).
 	First, Last int64
 	// Pages is the number of pages (at least, when the total is a lower bound).
 	Pages int64
 	// ResultsOnly says the results part is rendered alone (an htmx swap of
-	// #order-results): it then carries the search form's kept values too.
+	// the results): it then carries the search form's kept values too.
 	ResultsOnly bool
+}
+
+// Param is the value of filter name in the query ("" when not given).
+func (l *listView) Param(name string) string { return l.params[name] }
+
+// Rows are the members shown.
+func (l *listView) Rows() any { return l.Page.Rows }
+
+// Shown says the page shows at least one member.
+func (l *listView) Shown() bool { return l.Page.N > 0 }
+
+// queryParams reads the filters named from the query, trimmed; those
+// given are in the map.
+func queryParams(c *fiber.Ctx, names ...string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		if v := strings.TrimSpace(c.Query(n)); v != "" {
+			m[n] = v
+		}
+	}
+	return m
+}
+
+// orderListing is the List of orders (CONTRACT §4).
+var orderListing = &listing{
+	Sorts:   store.Sorts,
+	Columns: map[string]store.Sort{"created": store.SortCreatedDesc, "customer": store.SortCustomer, "updated": store.SortUpdatedDesc, "total": store.SortTotalDesc},
+	Words:   orderSortWords,
+	Params:  []string{"status", "from", "to"},
+	Describe: func(p map[string]string) (title []string, empty string) {
+		if s := p["status"]; s != "" {
+			title = append(title, s)
+			empty += " with status " + s
+		}
+		from, to := p["from"], p["to"]
+		switch {
+		case from != "" && to != "":
+			title = append(title, "created "+from+" to "+to)
+		case from != "":
+			title = append(title, "created from "+from)
+		case to != "":
+			title = append(title, "created up to "+to)
+		}
+		if from != "" || to != "" {
+			empty += " created in those dates"
+		}
+		return title, empty
+	},
 }
 
 // parseQuery reads the List query; every malformed value is a 400 that
@@ -117,16 +203,12 @@ func emptyRange(q store.Query) bool {
 	return !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From)
 }
 
-// newListView builds the view of one page of query q.
-func newListView(res *resource, path string, inquiry bool, q store.Query, sortAsked bool, page store.Page) *listView {
-	l := &listView{R: res, Path: path, Inquiry: inquiry, Q: q.Q, Status: string(q.Status), Sort: q.Sort,
-		SortAsked: sortAsked, PerPage: q.PerPage, Page: page, EmptyRange: emptyRange(q)}
-	if !q.From.IsZero() {
-		l.DateFrom = q.From.Format(dateLayout)
-	}
-	if !q.To.IsZero() {
-		l.DateTo = q.To.Format(dateLayout)
-	}
+// newListView builds the view of one page of a resource's list: the
+// query's search text, filters, sort (sortAsked: the query named one) and
+// page size, and the page the store answered.
+func newListView(res *resource, ls *listing, path string, q string, params map[string]string, sort store.Sort, sortAsked bool, page listResult) *listView {
+	l := &listView{R: res, listing: ls, Path: path, Q: q, params: params, Sort: sort,
+		SortAsked: sortAsked, PerPage: page.PerPage, Page: page}
 	// Pages counted without multiplying (a huge page number must not
 	// overflow into a next link); past the end, prev leads to the last page.
 	l.Pages = max((page.Total+int64(page.PerPage)-1)/int64(page.PerPage), 1)
@@ -136,15 +218,15 @@ func newListView(res *resource, path string, inquiry bool, q store.Query, sortAs
 	if int64(page.Page) < l.Pages {
 		l.Next = l.PageURL(page.Page + 1)
 	}
-	if len(page.Orders) > 0 {
+	if page.N > 0 {
 		l.First = int64(page.Page-1)*int64(page.PerPage) + 1
-		l.Last = l.First + int64(len(page.Orders)) - 1
+		l.Last = l.First + int64(page.N) - 1
 		if l.Last > page.Total && !page.TotalIsLowerBound {
-			// An order created since the count: never "26–26 of 25".
+			// A member created since the count: never "26–26 of 25".
 			l.Last = page.Total
 		}
 	}
-	if page.TotalIsLowerBound && l.Last >= page.Total && len(page.Orders) == page.PerPage {
+	if page.TotalIsLowerBound && l.Last >= page.Total && page.N == page.PerPage {
 		// The search stopped early: there may be more after this page.
 		l.Next = l.PageURL(page.Page + 1)
 		l.Pages = max(l.Pages, int64(page.Page)+1)
@@ -152,24 +234,20 @@ func newListView(res *resource, path string, inquiry bool, q store.Query, sortAs
 	return l
 }
 
-// url writes the List or Inquiry URL of the query with page p, sort s and
-// page size n; defaults are left out, so the plain list is just the path.
+// url writes the list's URL of the query with page p, sort s and page
+// size n; defaults are left out, so the plain list is just the path.
 func (l *listView) url(p int, s store.Sort, n int) string {
 	v := url.Values{}
 	if l.Q != "" {
 		v.Set("q", l.Q)
 	}
-	if l.Status != "" {
-		v.Set("status", l.Status)
+	for _, k := range l.listing.Params {
+		if x := l.params[k]; x != "" {
+			v.Set(k, x)
+		}
 	}
-	if s != "" && s != store.SortCreatedDesc {
+	if s != "" && s != l.listing.Sorts[0] {
 		v.Set("sort", string(s))
-	}
-	if l.DateFrom != "" {
-		v.Set("from", l.DateFrom)
-	}
-	if l.DateTo != "" {
-		v.Set("to", l.DateTo)
 	}
 	if n != store.DefaultPerPage {
 		v.Set("per_page", strconv.Itoa(n))
@@ -194,7 +272,7 @@ func (l *listView) LastURL() string { return l.PageURL(int(min(l.Pages, 1<<30)))
 
 // KeepSort says the search form carries the sort: a List sorted by one of
 // its column headers (the Inquiry's sort is a field of the form).
-func (l *listView) KeepSort() bool { return !l.Inquiry && l.Sort != store.SortCreatedDesc }
+func (l *listView) KeepSort() bool { return !l.Inquiry && l.Sort != l.listing.Sorts[0] }
 
 // KeepPerPage says the search form carries a page size that is not the
 // default.
@@ -203,20 +281,15 @@ func (l *listView) KeepPerPage() bool { return l.PerPage != store.DefaultPerPage
 // QueryMax is the longest search the store reads: the search box's maxlength.
 func (l *listView) QueryMax() int { return store.MaxQuery }
 
-// Empty is what the results say when no order matches (a page past the
+// Empty is what the results say when nothing matches (a page past the
 // end says so in Count instead); the List offers to create one.
 func (l *listView) Empty() emptyView {
-	text := "No orders"
+	text := "No " + l.R.Plural
 	if l.Q != "" {
 		text += " match “" + l.Q + "”"
 	}
-	if l.Status != "" {
-		text += " with status " + l.Status
-	}
-	if l.DateFrom != "" || l.DateTo != "" {
-		text += " created in those dates"
-	}
-	v := emptyView{Text: text}
+	_, more := l.listing.Describe(l.params)
+	v := emptyView{Text: text + more}
 	if !l.Inquiry {
 		v.NewURL, v.NewText = l.R.NewPath(), "Create one"
 	}
@@ -231,16 +304,7 @@ type emptyView struct {
 
 // PastEnd says the page asked for lies past the last one.
 func (l *listView) PastEnd() bool {
-	return len(l.Page.Orders) == 0 && l.Page.Total > 0 && int64(l.Page.Page) > l.Pages
-}
-
-// The List's sortable columns and the way each sorts first: names A to Z,
-// dates and totals newest or largest first.
-var sortColumns = map[string]store.Sort{
-	"created":  store.SortCreatedDesc,
-	"customer": store.SortCustomer,
-	"updated":  store.SortUpdatedDesc,
-	"total":    store.SortTotalDesc,
+	return l.Page.N == 0 && l.Page.Total > 0 && int64(l.Page.Page) > l.Pages
 }
 
 // sortedBy reports whether the rows are in the order of field (a search
@@ -252,7 +316,7 @@ func (l *listView) sortedBy(field string) bool {
 // SortURL is the target of a column header: page 1 sorted by field, the
 // other way round when it is already sorted by field.
 func (l *listView) SortURL(field string) string {
-	s := sortColumns[field]
+	s := l.listing.Columns[field]
 	if l.sortedBy(field) {
 		s = reverse(l.Sort)
 	}
@@ -281,15 +345,15 @@ func (l *listView) AriaSort(field string) string {
 // SortHint says what activating field's header does, for screen readers
 // and as the link's tooltip.
 func (l *listView) SortHint(field string) string {
-	s := sortColumns[field]
+	s := l.listing.Columns[field]
 	if l.sortedBy(field) {
 		s = reverse(l.Sort)
 	}
-	return "sort " + sortWords(s)
+	return "sort " + l.listing.Words(s)
 }
 
-// sortWords says a sort in words: "newest first", "Z to A".
-func sortWords(s store.Sort) string {
+// orderSortWords says an order sort in words: "newest first".
+func orderSortWords(s store.Sort) string {
 	asc, desc := "oldest first", "newest first"
 	switch s.Field() {
 	case "customer":
@@ -310,7 +374,7 @@ func (l *listView) SortText() string {
 	if l.MatchOrder() {
 		return "best matches first"
 	}
-	return sortWords(l.Sort)
+	return l.listing.Words(l.Sort)
 }
 
 // MatchOrder says the rows are a search's, in match order.
@@ -319,14 +383,15 @@ func (l *listView) MatchOrder() bool { return l.Q != "" || l.Page.MatchOrder }
 // MatchOrderNote says, when a search was asked for in some sort, that the
 // sort does not apply to it.
 func (l *listView) MatchOrderNote() bool {
-	return l.MatchOrder() && l.SortAsked && l.Sort != store.SortCreatedDesc
+	return l.MatchOrder() && l.SortAsked && l.Sort != l.listing.Sorts[0]
 }
 
-// SortOptions are the Inquiry's sort choices (it has no column headers).
+// SortOptions are the sort choices of a view without column headers (the
+// Inquiry).
 func (l *listView) SortOptions() []sortOption {
-	out := make([]sortOption, len(store.Sorts))
-	for i, s := range store.Sorts {
-		w := sortWords(s)
+	out := make([]sortOption, len(l.listing.Sorts))
+	for i, s := range l.listing.Sorts {
+		w := l.listing.Words(s)
 		out[i] = sortOption{Value: string(s), Label: strings.ToUpper(w[:1]) + w[1:], Selected: s == l.Sort}
 	}
 	return out
@@ -337,6 +402,24 @@ type sortOption struct {
 	Selected     bool
 }
 
+// PrevLabel and NextLabel name the pager's buttons: "Newer" and "Older"
+// when the rows are sorted by a date, newest first (or the other way
+// round), "Previous" and "Next" otherwise.
+func (l *listView) PrevLabel() string { return l.pagerWords()[0] }
+
+// NextLabel: see PrevLabel.
+func (l *listView) NextLabel() string { return l.pagerWords()[1] }
+
+func (l *listView) pagerWords() [2]string {
+	if f := l.Sort.Field(); !l.MatchOrder() && (f == "created" || f == "updated") {
+		if l.Sort.Desc() {
+			return [2]string{"Newer", "Older"}
+		}
+		return [2]string{"Older", "Newer"}
+	}
+	return [2]string{"Previous", "Next"}
+}
+
 // pageSizes are the page-size choices: the default, and up to the most.
 var pageSizes = []int{store.DefaultPerPage, 50, store.MaxPerPage}
 
@@ -344,7 +427,7 @@ var pageSizes = []int{store.DefaultPerPage, 50, store.MaxPerPage}
 func (l *listView) PageSizes() []pageLink {
 	var out []pageLink
 	for _, n := range pageSizes {
-		// The first order shown stays on the page of the new size.
+		// The first member shown stays on the page of the new size.
 		p := 1
 		if l.First > 0 {
 			p = int((l.First-1)/int64(n)) + 1
@@ -398,7 +481,7 @@ func (l *listView) PageLinks() []pageLink {
 	return out
 }
 
-// TotalText is the number of matching orders: "1,234", or "at least
+// TotalText is the number of matching members: "1,234", or "at least
 // 10,000" when a search stopped early.
 func (l *listView) TotalText() string {
 	n := thousands(l.Page.Total)
@@ -410,46 +493,42 @@ func (l *listView) TotalText() string {
 
 // Count is the summary line above the results.
 func (l *listView) Count() string {
+	none := "No " + l.R.Plural
 	switch {
 	case l.EmptyRange:
-		return "No orders: the “to” date " + l.DateTo + " is before the “from” date " + l.DateFrom
+		return none + ": the “to” date " + l.Param("to") + " is before the “from” date " + l.Param("from")
 	case l.PastEnd():
-		return "No orders on page " + thousands(int64(l.Page.Page)) + " — " + l.TotalText() + " " +
-			plural(l.Page.Total, "order", "orders") + " on " + thousands(l.Pages) + " " + plural(l.Pages, "page", "pages")
-	case l.Page.Total == 0 || len(l.Page.Orders) == 0:
-		return "No orders"
+		return none + " on page " + thousands(int64(l.Page.Page)) + " — " + l.TotalText() + " " +
+			plural(l.Page.Total, l.R.Name, l.R.Plural) + " on " + thousands(l.Pages) + " " + plural(l.Pages, "page", "pages")
+	case l.Page.Total == 0 || l.Page.N == 0:
+		return none
 	}
 	return "Showing " + thousands(l.First) + "–" + thousands(l.Last) + " of " + l.TotalText()
 }
 
-// Title is the page's title: what it lists ("Search “ad”, page 2").
+// Title is the page's title: what it lists ("Search “ad”, page 2"),
+// after the List's own title when it has one ("Products: active").
 func (l *listView) Title() string {
 	var parts []string
 	if l.Q != "" {
 		parts = append(parts, "search “"+l.Q+"”")
 	}
-	if l.Status != "" {
-		parts = append(parts, l.Status)
-	}
-	switch {
-	case l.DateFrom != "" && l.DateTo != "":
-		parts = append(parts, "created "+l.DateFrom+" to "+l.DateTo)
-	case l.DateFrom != "":
-		parts = append(parts, "created from "+l.DateFrom)
-	case l.DateTo != "":
-		parts = append(parts, "created up to "+l.DateTo)
-	}
+	more, _ := l.listing.Describe(l.params)
+	parts = append(parts, more...)
 	if l.Page.Page > 1 {
 		parts = append(parts, "page "+thousands(int64(l.Page.Page)))
 	}
 	text := strings.Join(parts, ", ")
+	name := l.listing.Title
 	if l.Inquiry {
-		if text == "" {
-			return "Inquiry"
-		}
-		return "Inquiry: " + text
+		name = "Inquiry"
 	}
-	if text == "" {
+	switch {
+	case name != "" && text != "":
+		return name + ": " + text
+	case name != "":
+		return name
+	case text == "":
 		return "" // the site name alone: "Orders"
 	}
 	return strings.ToUpper(text[:1]) + text[1:]

@@ -68,12 +68,6 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 			return nil, err
 		}
 	}
-	l := newListView(o.R, path, inquiry, q, strings.TrimSpace(c.Query("sort")) != "", page)
-	partial := o.R.Partial(name)
-	if target(c, rp) == o.R.ResultsID() {
-		partial = o.R.Partial(name + "_results")
-		l.ResultsOnly = true
-	}
 	var entries any = page.Orders
 	if !inquiry {
 		s := make([]store.Summary, len(page.Orders))
@@ -82,9 +76,35 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 		}
 		entries = s
 	}
+	params := map[string]string{}
+	if q.Status != "" {
+		params["status"] = string(q.Status)
+	}
+	if !q.From.IsZero() {
+		params["from"] = q.From.Format(dateLayout)
+	}
+	if !q.To.IsZero() {
+		params["to"] = q.To.Format(dateLayout)
+	}
+	l := newListView(o.R, orderListing, path, q.Q, params, q.Sort, strings.TrimSpace(c.Query("sort")) != "",
+		listResult{Rows: page.Orders, N: len(page.Orders), Page: page.Page, PerPage: page.PerPage,
+			Total: page.Total, TotalIsLowerBound: page.TotalIsLowerBound, MatchOrder: page.MatchOrder})
+	l.Inquiry, l.EmptyRange = inquiry, emptyRange(q)
+	return o.R.listResponse(c, rp, name, nav, l, entries), nil
+}
+
+// listResponse is the answer of a resource's List (or another view of its
+// collection): the page, the results alone for an htmx swap of the
+// results, or JSON (the entries and where the page lies).
+func (r *resource) listResponse(c *fiber.Ctx, rp repr, name, nav string, l *listView, entries any) *response {
+	partial := r.Partial(name)
+	if target(c, rp) == r.ResultsID() {
+		partial = r.Partial(name + "_results")
+		l.ResultsOnly = true
+	}
 	return &response{Partial: partial, View: &view{Title: l.Title(), Nav: nav, List: l},
-		JSON: listJSON{o.R, entries, pageJSON{page.Page, page.PerPage, page.Total,
-			page.TotalIsLowerBound, nullable(l.Prev), nullable(l.Next)}}}, nil
+		JSON: listJSON{r, entries, pageJSON{l.Page.Page, l.Page.PerPage, l.Page.Total,
+			l.Page.TotalIsLowerBound, nullable(l.Prev), nullable(l.Next)}}}
 }
 
 // listJSON is the List and Inquiry JSON (CONTRACT §4): the entries under
