@@ -130,16 +130,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
 	o := &orderHandlers{handlers: h, R: orderResource}
-	registerResource(app, orderResource, resourceHandlers{
-		List:   o.list,
-		New:    o.newForm,
-		Create: o.create,
-		Show:   o.show,
-		Edit:   o.editForm,
-		Update: o.update,
-		Delete: o.delete,
-		Views:  map[string]handler{"inquiry": o.inquiry},
-	})
+	registerResource(app, orderResource, orderMembers(cfg.Store).handlers(o.list, map[string]handler{"inquiry": o.inquiry}))
 	return app, nil
 }
 

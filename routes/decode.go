@@ -52,34 +52,44 @@ var itemFields = fields[store.ItemInput]{
 		cell: func(it *store.ItemInput) *string { return &it.UnitPrice }},
 }
 
-// decodeInput reads a create or update request by its Content-Type.
-func decodeInput(c *fiber.Ctx) (store.Input, error) {
+// decodeInput reads an order's create or update request.
+func decodeInput(c *fiber.Ctx) (store.Input, error) { return decodeBody(c, orderFields) }
+
+// decodeBody reads a create or update request of a resource whose fields
+// are fs, by its Content-Type.
+func decodeBody[T any](c *fiber.Ctx, fs fields[T]) (T, error) {
+	var in T
+	var kv [][2]string
 	switch mediaType(c.Get(fiber.HeaderContentType)) {
 	case fiber.MIMEApplicationJSON:
 		// The raw body: c.Body() would inflate a Content-Encoding
 		// (checkFraming refuses those first).
-		return decodeJSON(c.Request().Body())
+		obj, err := jsonObject(c.Request().Body())
+		if err != nil {
+			return in, err
+		}
+		err = fs.fromJSON(&in, obj, "")
+		return in, err
 	case fiber.MIMEApplicationForm:
-		var kv [][2]string
 		c.Request().PostArgs().VisitAll(func(k, v []byte) {
 			kv = append(kv, [2]string{string(k), string(v)})
 		})
-		return decodeForm(kv)
 	case fiber.MIMEMultipartForm:
 		form, err := c.MultipartForm()
 		if err != nil {
-			return store.Input{}, badRequest("the multipart form cannot be read")
+			return in, badRequest("the multipart form cannot be read")
 		}
-		var kv [][2]string
 		for k, vs := range form.Value {
 			for _, v := range vs {
 				kv = append(kv, [2]string{k, v})
 			}
 		}
-		return decodeForm(kv)
+	default:
+		return in, fiber.NewError(fiber.StatusUnsupportedMediaType,
+			"send application/json, application/x-www-form-urlencoded or multipart/form-data")
 	}
-	return store.Input{}, fiber.NewError(fiber.StatusUnsupportedMediaType,
-		"send application/json, application/x-www-form-urlencoded or multipart/form-data")
+	err := fs.fromForm(&in, kv)
+	return in, err
 }
 
 // decodeForm reads an order's form fields (CONTRACT §2).

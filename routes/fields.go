@@ -32,6 +32,10 @@ const (
 	// kindRows is a list of rows of fields: rows[N][field] in a form (N
 	// from 0, gaps allowed, kept in N order), an array of objects in JSON.
 	kindRows
+	// kindBool is yes or no: true or false in JSON; in a form "true" or
+	// "false" (a checkbox's "on" and "1", "0" too). A form's checkbox comes
+	// before a hidden "false" of the same name: the first value counts.
+	kindBool
 )
 
 // jsonWant says what a JSON value of each kind must be (the 400's message).
@@ -41,6 +45,18 @@ var jsonWant = [...]string{
 	kindMoney:   `a decimal string like "19.99"`,
 	kindVersion: "a whole number",
 	kindRows:    "an array",
+	kindBool:    "true or false",
+}
+
+// parseBool reads a kindBool value sent as text.
+func parseBool(name, s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "on", "1":
+		return true, nil
+	case "false", "off", "0":
+		return false, nil
+	}
+	return false, badRequest("%s must be true or false", name)
 }
 
 // msgVersion is the one message for a version that is not a whole number
@@ -74,6 +90,7 @@ type field[T any] struct {
 	text    func(*T) **string
 	cell    func(*T) *string
 	version func(*T) **int64
+	flag    func(*T) **bool
 	rows    rowList[T]
 }
 
@@ -139,6 +156,10 @@ func (f *field[T]) value(src *T) (string, bool) {
 		if p := *f.text(src); p != nil {
 			return *p, true
 		}
+	case f.flag != nil:
+		if p := *f.flag(src); p != nil {
+			return strconv.FormatBool(*p), true
+		}
 	}
 	return "", false
 }
@@ -147,11 +168,15 @@ func (f *field[T]) value(src *T) (string, bool) {
 // over the values a form started with.
 func (fs fields[T]) overlay(dst, src *T) {
 	for i := range fs {
-		if fs[i].text == nil {
-			continue
-		}
-		if p := *fs[i].text(src); p != nil {
-			*fs[i].text(dst) = p
+		switch f := &fs[i]; {
+		case f.text != nil:
+			if p := *f.text(src); p != nil {
+				*f.text(dst) = p
+			}
+		case f.flag != nil:
+			if p := *f.flag(src); p != nil {
+				*f.flag(dst) = p
+			}
 		}
 	}
 }
@@ -200,6 +225,14 @@ func (fs fields[T]) fromForm(dst *T, kv [][2]string) error {
 				return err
 			}
 			*f.version(dst) = &n
+			continue
+		}
+		if f.Kind == kindBool {
+			b, err := parseBool(f.Name, v)
+			if err != nil {
+				return err
+			}
+			*f.flag(dst) = &b
 			continue
 		}
 		f.setText(dst, v)
@@ -294,6 +327,16 @@ func (f *field[T]) fromJSON(dst *T, raw json.RawMessage, path string) error {
 			return badRequest(msgVersion)
 		}
 		*f.version(dst) = &n
+	case kindBool:
+		if null {
+			*f.flag(dst) = nil
+			return nil
+		}
+		var b bool
+		if json.Unmarshal(raw, &b) != nil {
+			return wrongType()
+		}
+		*f.flag(dst) = &b
 	case kindRows:
 		if null {
 			return f.rows.fromJSON(dst, nil, name)

@@ -83,6 +83,12 @@ func (f *orderForm) fill(in store.Input) {
 	}
 }
 
+// setErrors shows the messages of a 422.
+func (f *orderForm) setErrors(errs map[string]string) { f.Errors = errs }
+
+// setConflict shows a 409's comparison and takes the stored version.
+func (f *orderForm) setConflict(c *conflictView, version int64) { f.Conflict, f.Version = c, version }
+
 // setItems makes the item rows those of items.
 func (f *orderForm) setItems(items []store.ItemInput) {
 	f.Items = f.Items[:0]

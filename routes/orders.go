@@ -28,20 +28,48 @@ type orderHandlers struct {
 	R *resource
 }
 
-// memberOrder reads the order id from the path and the stored order, for
-// the member GETs. An order that is gone is answered by gone (gone.go):
-// then it returns neither an order nor an error, but that answer.
-func (o *orderHandlers) memberOrder(c *fiber.Ctx, rp repr) (*store.Order, *response, error) {
-	id, err := o.R.parseID(c)
-	if err != nil {
-		return nil, nil, err
+// orderMembers are the order's member routes (members.go) and what is the
+// order's own in them: the Idempotency-Key of a create, the forms for
+// programs with the statuses an order may move to, the 409's item diff.
+func orderMembers(s *store.Store) *members[store.Order, store.Input] {
+	return &members[store.Order, store.Input]{
+		R: orderResource, fields: orderFields,
+		store: memberStore[store.Order, store.Input]{get: s.Get, create: s.Create, update: s.Update, remove: s.Delete},
+		ident: func(o *store.Order) (int64, int64) { return o.ID, o.Version },
+		title: orderTitle,
+		page:  func(v *view, o *store.Order) { v.Order = o },
+		form: func(cur *store.Order) memberForm[store.Input] {
+			return newOrderForm(cur)
+		},
+		inVersion: func(in *store.Input) *int64 { return in.Version },
+		newNav:    "new",
+		// The creation form for programs: the fields and their defaults.
+		newJSON: func() any {
+			return fiber.Map{
+				"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
+				"items": []store.Item{}, "statuses": []store.Status{store.Pending},
+			}
+		},
+		// The update form for programs: the order and what may change.
+		editJSON: func(o *store.Order) any {
+			return fiber.Map{
+				"order": o, "statuses": append([]store.Status{o.Status}, o.Status.Next()...),
+				"items_editable": o.Status.ItemsEditable(),
+			}
+		},
+		conflict:   newConflict,
+		createOnce: s.CreateOnce,
+		createNotice: func(fields map[string]string) *notice {
+			if msg := fields["idempotency_key"]; msg != "" {
+				return errorNotice("Idempotency-Key " + msg + ".")
+			}
+			if msg := fields["status"]; msg != "" {
+				// The new form has no status field to mark: say it in the notice.
+				return errorNotice("Status: " + msg + ".")
+			}
+			return nil
+		},
 	}
-	ord, err := o.store.Get(c.UserContext(), id)
-	if err != nil {
-		out, err := gone(c, rp, o.R, id, err)
-		return nil, out, err
-	}
-	return ord, nil, nil
 }
 
 func (o *orderHandlers) list(c *fiber.Ctx, rp repr) (*response, error) {
@@ -148,26 +176,6 @@ func nullable(s string) any {
 	return s
 }
 
-func (o *orderHandlers) show(c *fiber.Ctx, rp repr) (*response, error) {
-	ord, gone, err := o.memberOrder(c, rp)
-	if ord == nil {
-		return gone, err
-	}
-	out := &response{Partial: o.R.Partial("show"), View: &view{Title: orderTitle(ord), Nav: o.R.Plural, Order: ord}, JSON: ord}
-	part := ""
-	if o.R.isRow(c, rp, ord.ID) {
-		out.Partial, part = o.R.Partial("row"), "row"
-	} else if c.Query("confirm") == "delete" && rp != reprJSON {
-		// The confirmation a Delete button leads to without JavaScript
-		// (with it, hx-confirm asks): docs/api.md.
-		out.Partial, part = o.R.Partial("delete"), "delete"
-		out.View.Title = "Delete " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10) + "?"
-	}
-	out.ETag = o.R.etag(ord.ID, ord.Version, rp, part)
-	out.NotModified = o.R.notModified(c, ord.ID, ord.Version)
-	return out, nil
-}
-
 // OrderPage is the data an order's page renders with: for bench/floor,
 // which renders partials/orders/show in the layout without the app.
 func OrderPage(o *store.Order) any {
@@ -178,21 +186,9 @@ func orderTitle(o *store.Order) string {
 	return "Order " + strconv.FormatInt(o.ID, 10) + " · " + o.Customer
 }
 
-func (o *orderHandlers) newForm(c *fiber.Ctx, rp repr) (*response, error) {
-	f := newOrderForm(nil)
-	prefillFromQuery(c, f)
-	return &response{Partial: o.R.Partial("form"), CacheControl: noStore,
-		View: &view{Title: "New order", Nav: "new", Form: f},
-		// The creation form for programs: the fields and their defaults.
-		JSON: fiber.Map{
-			"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
-			"items": []store.Item{}, "statuses": []store.Status{store.Pending},
-		}}, nil
-}
-
 // prefillFromQuery fills a form from its own fields sent as a GET: the
 // no-JavaScript way to ask for one more item row (the "Add item row" button).
-func prefillFromQuery(c *fiber.Ctx, f *orderForm) {
+func (f *orderForm) prefill(c *fiber.Ctx) {
 	args := c.Request().URI().QueryArgs()
 	if args.Len() == 0 {
 		return
@@ -213,49 +209,6 @@ func prefillFromQuery(c *fiber.Ctx, f *orderForm) {
 	}
 }
 
-func (o *orderHandlers) create(c *fiber.Ctx, rp repr) (*response, error) {
-	in, err := decodeInput(c)
-	if err != nil {
-		return nil, err
-	}
-	var ord *store.Order
-	if key := c.Get("Idempotency-Key"); key != "" {
-		// A retry with the same key and body answers the first request's
-		// order (CONTRACT §8): safe after a 503 or a lost connection.
-		if !store.ValidIdempotencyKey(key) {
-			return nil, badRequest("Idempotency-Key must be 1 to %d visible ASCII characters", store.MaxIdempotencyKey)
-		}
-		c.Vary("Idempotency-Key")
-		ord, err = o.store.CreateOnce(c.UserContext(), key, fingerprint(c), in)
-	} else {
-		ord, err = o.store.Create(c.UserContext(), in)
-	}
-	if err != nil {
-		fields := invalidFields(err)
-		if fields == nil {
-			return nil, err
-		}
-		f := newOrderForm(nil)
-		f.fill(in)
-		f.Errors = fields
-		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: o.R.Partial("form"),
-			View: &view{Title: "New order", Nav: "new", Form: f}, Err: err}
-		if msg := fields["status"]; msg != "" {
-			// The new form has no status field to mark: say it in the notice.
-			out.Notice = errorNotice("Status: " + msg + ".")
-		}
-		if msg := fields["idempotency_key"]; msg != "" {
-			out.Notice = errorNotice("Idempotency-Key " + msg + ".")
-		}
-		return out, nil
-	}
-	loc := o.R.MemberPath(ord.ID)
-	return &response{Status: fiber.StatusCreated, Partial: o.R.Partial("show"),
-		View: &view{Title: orderTitle(ord), Nav: o.R.Plural, Order: ord}, JSON: ord,
-		Notice:   successNotice(o.R.Named(ord.ID) + " created."),
-		Location: loc, PushURL: loc, Redirect: loc}, nil
-}
-
 // fingerprint identifies a request body for Idempotency-Key: the same key
 // with another body is refused.
 func fingerprint(c *fiber.Ctx) string {
@@ -273,124 +226,3 @@ func invalidFields(err error) map[string]string {
 	return nil
 }
 
-func (o *orderHandlers) editForm(c *fiber.Ctx, rp repr) (*response, error) {
-	ord, gone, err := o.memberOrder(c, rp)
-	if ord == nil {
-		return gone, err
-	}
-	f := newOrderForm(ord)
-	prefillFromQuery(c, f)
-	out := &response{Partial: o.R.Partial("form"), CacheControl: noStore,
-		View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(ord.ID, 10), Nav: o.R.Plural, Order: ord, Form: f},
-		// The update form for programs: the order and what may change.
-		JSON: fiber.Map{
-			"order": ord, "statuses": append([]store.Status{ord.Status}, ord.Status.Next()...),
-			"items_editable": ord.Status.ItemsEditable(),
-		}}
-	if o.R.isRow(c, rp, ord.ID) {
-		out.Partial = o.R.Partial("row_edit")
-	}
-	return out, nil
-}
-
-func (o *orderHandlers) update(c *fiber.Ctx, rp repr) (*response, error) {
-	id, err := o.R.parseID(c)
-	if err != nil {
-		return nil, err
-	}
-	in, err := decodeInput(c)
-	if err != nil {
-		return nil, err
-	}
-	row := o.R.isRow(c, rp, id)
-	ord, err := o.store.Update(c.UserContext(), id, in, o.R.ifMatch(c, id))
-	if err != nil {
-		se, ok := err.(*store.Error)
-		if !ok || (se.Code != store.EINVALID && se.Code != store.ECONFLICT) {
-			return gone(c, rp, o.R, id, err)
-		}
-		// The form again, with what the person typed and the reason; JSON
-		// answers the error.
-		cur := se.CurrentOrder()
-		f := newOrderForm(cur)
-		f.fill(in)
-		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: o.R.Partial("form"), Err: err,
-			View: &view{Title: "Edit " + o.R.Name + " " + strconv.FormatInt(id, 10), Nav: o.R.Plural, Order: cur, Form: f}}
-		if row {
-			out.Partial = o.R.Partial("row_edit")
-		}
-		if se.Code == store.EINVALID {
-			f.Errors = se.Fields
-			if row {
-				// The row has no summary of its own: the alert region says it
-				// (and replaces any earlier notice).
-				out.Notice = errorNotice(o.R.Named(id) + " was not saved: please correct the marked fields.")
-			}
-			return out, nil
-		}
-		out.Status = fiber.StatusConflict
-		f.Conflict = newConflict(cur, in, row)
-		// Saving again keeps mine, deliberately: the diff above the form
-		// lists what that replaces.
-		f.Version = cur.Version
-		out.Notice = warningNotice(o.R.Named(id) + " was changed by someone else while you edited it. Nothing of yours is saved yet: compare and choose below.")
-		return out, nil
-	}
-	loc := o.R.MemberPath(id)
-	out := &response{Partial: o.R.Partial("show"), View: &view{Title: orderTitle(ord), Nav: o.R.Plural, Order: ord},
-		JSON: ord, Notice: successNotice(o.R.Named(id) + " saved."), Redirect: loc,
-		// Replaced, not pushed: the edit form's history entry becomes the
-		// order, so Back leads to the page before the edit, never into the
-		// form with stale values.
-		ReplaceURL: loc}
-	switch {
-	case rp == reprJSON:
-		out.ETag = o.R.etag(ord.ID, ord.Version, rp, "")
-	case row:
-		out.Partial, out.View, out.ReplaceURL = o.R.Partial("row"), &view{Order: ord}, ""
-	}
-	return out, nil
-}
-
-func (o *orderHandlers) delete(c *fiber.Ctx, rp repr) (*response, error) {
-	id, err := o.R.parseID(c)
-	if err != nil {
-		return nil, err
-	}
-	// A delete may carry the version the person saw: in a body (a plain
-	// form's _method=DELETE, or JSON) or in the query (htmx sends none).
-	var version int64
-	if len(c.Request().Body()) > 0 {
-		in, err := decodeInput(c)
-		if err != nil {
-			return nil, err
-		}
-		if in.Version != nil {
-			version = *in.Version
-		}
-	}
-	if args := c.Request().URI().QueryArgs(); args.Has("version") && version == 0 {
-		// Present means checked: an empty or malformed version is a 400,
-		// never a delete without the check.
-		n, err := parseVersion(string(args.Peek("version")))
-		if err != nil {
-			return nil, err
-		}
-		version = n
-	}
-	if err := o.store.Delete(c.UserContext(), id, o.R.ifMatch(c, id), version); err != nil {
-		return gone(c, rp, o.R, id, err)
-	}
-	// 204 in JSON; HTML answers 200 (respond): htmx swaps nothing on a 204.
-	out := &response{Status: fiber.StatusNoContent, Notice: successNotice(o.R.Named(id) + " deleted."),
-		Redirect: o.R.Path(),
-		// From the order's own page: there is nothing left to show there.
-		HXLocation: o.R.Path()}
-	if o.R.isRow(c, rp, id) {
-		// The row removes itself; only the notice travels. The List's
-		// results then fetch themselves again (their hx-trigger), so the
-		// count and the page are right after the delete (issue 9 #8).
-		out.HXLocation, out.Partial, out.Trigger = "", partialNotice, o.R.changedTrigger()
-	}
-	return out, nil
-}

@@ -122,8 +122,10 @@ type view struct {
 
 	// ID is the member a fragment is about when none is stored (row_gone).
 	ID    int64
-	Order *store.Order
-	Form  *orderForm
+	Order   *store.Order
+	Product *store.Product
+	// Form is the resource's form (*orderForm, *productForm).
+	Form any
 	List  *listView
 	Error *errorView
 

@@ -1,0 +1,299 @@
+package routes
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// members serves the member routes of one resource (spec rule 5): New,
+// Create, Show, Edit, Update and Delete, in every representation, with
+// the same ETags, locking, notices and answers for every resource. A
+// resource gives it its record type T, its input type In, its store
+// functions and a few functions of its own (the form, the page title, the
+// forms for programs); its List is a handler of its own (its query and
+// filters differ), built on newListView.
+type members[T, In any] struct {
+	R      *resource
+	fields fields[In]
+	store  memberStore[T, In]
+	// ident returns a stored record's id and version.
+	ident func(*T) (id, version int64)
+	// title is a record's page title: "Order 7 · Ada Lovelace".
+	title func(*T) string
+	// page puts a record (nil: none, the New form) in a view: view.Order,
+	// view.Product.
+	page func(v *view, t *T)
+	// form returns the New form (cur nil) or the Edit form of cur.
+	form func(cur *T) memberForm[In]
+	// inVersion is the version a request's input carries (nil: none).
+	inVersion func(*In) *int64
+	// newNav is the navigation entry of the New form ("new": the header's
+	// New order button; the resource's Plural when it has none).
+	newNav string
+	// newJSON and editJSON are the forms for programs: the fields and
+	// their defaults, the record and what may change.
+	newJSON  func() any
+	editJSON func(cur *T) any
+	// conflict compares what the person sent with the stored record: a
+	// 409's yours and theirs (conflict.go).
+	conflict func(cur *T, in In, row bool) *conflictView
+	// createOnce, when set, lets a create carry an Idempotency-Key
+	// (CONTRACT §8); fp identifies the request body.
+	createOnce func(ctx context.Context, key, fp string, in In) (*T, error)
+	// createNotice says in the alert region what a create's 422 cannot
+	// mark on the New form (a field it has no control for); may be nil.
+	createNotice func(errs map[string]string) *notice
+}
+
+// memberStore is what members needs of the store for one resource.
+type memberStore[T, In any] struct {
+	get    func(ctx context.Context, id int64) (*T, error)
+	create func(ctx context.Context, in In) (*T, error)
+	update func(ctx context.Context, id int64, in In, ifMatch int64) (*T, error)
+	remove func(ctx context.Context, id, ifMatch, version int64) error
+}
+
+// memberForm is a resource's New or Edit form (or its List row's inline
+// form) as members fills it.
+type memberForm[In any] interface {
+	// fill shows what a request sent over the form's values.
+	fill(In)
+	setErrors(map[string]string)
+	// setConflict shows a 409's comparison; the form now carries the
+	// stored version, so saving it again keeps the person's values.
+	setConflict(c *conflictView, version int64)
+	// prefill reads the form's own fields sent as a GET (a no-JavaScript
+	// button that shows the form again, changed).
+	prefill(c *fiber.Ctx)
+}
+
+// handlers returns the resource's handlers, list among them.
+func (m *members[T, In]) handlers(list handler, views map[string]handler) resourceHandlers {
+	return resourceHandlers{List: list, New: m.newForm, Create: m.create, Show: m.show,
+		Edit: m.editForm, Update: m.update, Delete: m.delete, Views: views}
+}
+
+// member reads the id from the path and the stored record, for the member
+// GETs. A record that is gone is answered by gone (gone.go): then it
+// returns neither a record nor an error, but that answer.
+func (m *members[T, In]) member(c *fiber.Ctx, rp repr) (*T, *response, error) {
+	id, err := m.R.parseID(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := m.store.get(c.UserContext(), id)
+	if err != nil {
+		out, err := gone(c, rp, m.R, id, err)
+		return nil, out, err
+	}
+	return rec, nil, nil
+}
+
+// showView is the view of a record's page.
+func (m *members[T, In]) showView(rec *T) *view {
+	v := &view{Title: m.title(rec), Nav: m.R.Plural}
+	m.page(v, rec)
+	return v
+}
+
+// formView is the view of the New form (cur nil) or of cur's Edit form.
+func (m *members[T, In]) formView(f memberForm[In], cur *T, id int64) *view {
+	v := &view{Title: "New " + m.R.Name, Nav: m.newNav, Form: f}
+	if cur != nil || id != 0 {
+		v.Title, v.Nav = "Edit "+m.R.Name+" "+strconv.FormatInt(id, 10), m.R.Plural
+	}
+	m.page(v, cur)
+	return v
+}
+
+func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
+	rec, gone, err := m.member(c, rp)
+	if rec == nil {
+		return gone, err
+	}
+	id, version := m.ident(rec)
+	out := &response{Partial: m.R.Partial("show"), View: m.showView(rec), JSON: rec}
+	part := ""
+	if m.R.isRow(c, rp, id) {
+		out.Partial, part = m.R.Partial("row"), "row"
+	} else if c.Query("confirm") == "delete" && rp != reprJSON {
+		// The confirmation a Delete button leads to without JavaScript
+		// (with it, hx-confirm asks): docs/api.md.
+		out.Partial, part = m.R.Partial("delete"), "delete"
+		out.View.Title = "Delete " + m.R.Name + " " + strconv.FormatInt(id, 10) + "?"
+	}
+	out.ETag = m.R.etag(id, version, rp, part)
+	out.NotModified = m.R.notModified(c, id, version)
+	return out, nil
+}
+
+func (m *members[T, In]) newForm(c *fiber.Ctx, rp repr) (*response, error) {
+	f := m.form(nil)
+	f.prefill(c)
+	return &response{Partial: m.R.Partial("form"), CacheControl: noStore,
+		View: m.formView(f, nil, 0), JSON: m.newJSON()}, nil
+}
+
+func (m *members[T, In]) create(c *fiber.Ctx, rp repr) (*response, error) {
+	in, err := decodeBody(c, m.fields)
+	if err != nil {
+		return nil, err
+	}
+	var rec *T
+	if key := c.Get("Idempotency-Key"); key != "" && m.createOnce != nil {
+		// A retry with the same key and body answers the first request's
+		// record (CONTRACT §8): safe after a 503 or a lost connection.
+		if !store.ValidIdempotencyKey(key) {
+			return nil, badRequest("Idempotency-Key must be 1 to %d visible ASCII characters", store.MaxIdempotencyKey)
+		}
+		c.Vary("Idempotency-Key")
+		rec, err = m.createOnce(c.UserContext(), key, fingerprint(c), in)
+	} else {
+		rec, err = m.store.create(c.UserContext(), in)
+	}
+	if err != nil {
+		fields := invalidFields(err)
+		if fields == nil {
+			return nil, err
+		}
+		f := m.form(nil)
+		f.fill(in)
+		f.setErrors(fields)
+		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: m.R.Partial("form"),
+			View: m.formView(f, nil, 0), Err: err}
+		if m.createNotice != nil {
+			out.Notice = m.createNotice(fields)
+		}
+		return out, nil
+	}
+	id, _ := m.ident(rec)
+	loc := m.R.MemberPath(id)
+	return &response{Status: fiber.StatusCreated, Partial: m.R.Partial("show"),
+		View: m.showView(rec), JSON: rec, Notice: successNotice(m.R.Named(id) + " created."),
+		Location: loc, PushURL: loc, Redirect: loc}, nil
+}
+
+func (m *members[T, In]) editForm(c *fiber.Ctx, rp repr) (*response, error) {
+	rec, gone, err := m.member(c, rp)
+	if rec == nil {
+		return gone, err
+	}
+	id, _ := m.ident(rec)
+	f := m.form(rec)
+	f.prefill(c)
+	out := &response{Partial: m.R.Partial("form"), CacheControl: noStore,
+		View: m.formView(f, rec, id), JSON: m.editJSON(rec)}
+	if m.R.isRow(c, rp, id) {
+		out.Partial = m.R.Partial("row_edit")
+	}
+	return out, nil
+}
+
+func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
+	id, err := m.R.parseID(c)
+	if err != nil {
+		return nil, err
+	}
+	in, err := decodeBody(c, m.fields)
+	if err != nil {
+		return nil, err
+	}
+	row := m.R.isRow(c, rp, id)
+	rec, err := m.store.update(c.UserContext(), id, in, m.R.ifMatch(c, id))
+	if err != nil {
+		se, ok := err.(*store.Error)
+		if !ok || (se.Code != store.EINVALID && se.Code != store.ECONFLICT) {
+			return gone(c, rp, m.R, id, err)
+		}
+		// The form again, with what the person typed and the reason; JSON
+		// answers the error.
+		cur, _ := se.Current.(*T)
+		f := m.form(cur)
+		f.fill(in)
+		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: m.R.Partial("form"), Err: err,
+			View: m.formView(f, cur, id)}
+		if row {
+			out.Partial = m.R.Partial("row_edit")
+		}
+		if se.Code == store.EINVALID || cur == nil {
+			f.setErrors(se.Fields)
+			if row {
+				// The row has no summary of its own: the alert region says it
+				// (and replaces any earlier notice).
+				out.Notice = errorNotice(m.R.Named(id) + " was not saved: please correct the marked fields.")
+			}
+			return out, nil
+		}
+		out.Status = fiber.StatusConflict
+		// Saving again keeps mine, deliberately: the diff above the form
+		// lists what that replaces.
+		_, version := m.ident(cur)
+		f.setConflict(m.conflict(cur, in, row), version)
+		out.Notice = warningNotice(m.R.Named(id) + " was changed by someone else while you edited it. Nothing of yours is saved yet: compare and choose below.")
+		return out, nil
+	}
+	loc := m.R.MemberPath(id)
+	out := &response{Partial: m.R.Partial("show"), View: m.showView(rec),
+		JSON: rec, Notice: successNotice(m.R.Named(id) + " saved."), Redirect: loc,
+		// Replaced, not pushed: the edit form's history entry becomes the
+		// record, so Back leads to the page before the edit, never into the
+		// form with stale values.
+		ReplaceURL: loc}
+	switch {
+	case rp == reprJSON:
+		_, version := m.ident(rec)
+		out.ETag = m.R.etag(id, version, rp, "")
+	case row:
+		v := &view{}
+		m.page(v, rec)
+		out.Partial, out.View, out.ReplaceURL = m.R.Partial("row"), v, ""
+	}
+	return out, nil
+}
+
+func (m *members[T, In]) delete(c *fiber.Ctx, rp repr) (*response, error) {
+	id, err := m.R.parseID(c)
+	if err != nil {
+		return nil, err
+	}
+	// A delete may carry the version the person saw: in a body (a plain
+	// form's _method=DELETE, or JSON) or in the query (htmx sends none).
+	var version int64
+	if len(c.Request().Body()) > 0 {
+		in, err := decodeBody(c, m.fields)
+		if err != nil {
+			return nil, err
+		}
+		if v := m.inVersion(&in); v != nil {
+			version = *v
+		}
+	}
+	if args := c.Request().URI().QueryArgs(); args.Has("version") && version == 0 {
+		// Present means checked: an empty or malformed version is a 400,
+		// never a delete without the check.
+		n, err := parseVersion(string(args.Peek("version")))
+		if err != nil {
+			return nil, err
+		}
+		version = n
+	}
+	if err := m.store.remove(c.UserContext(), id, m.R.ifMatch(c, id), version); err != nil {
+		return gone(c, rp, m.R, id, err)
+	}
+	// 204 in JSON; HTML answers 200 (respond): htmx swaps nothing on a 204.
+	out := &response{Status: fiber.StatusNoContent, Notice: successNotice(m.R.Named(id) + " deleted."),
+		Redirect: m.R.Path(),
+		// From the record's own page: there is nothing left to show there.
+		HXLocation: m.R.Path()}
+	if m.R.isRow(c, rp, id) {
+		// The row removes itself; only the notice travels. The List's
+		// results then fetch themselves again (their hx-trigger), so the
+		// count and the page are right after the delete (issue 9 #8).
+		out.HXLocation, out.Partial, out.Trigger = "", partialNotice, m.R.changedTrigger()
+	}
+	return out, nil
+}
