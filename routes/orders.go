@@ -225,4 +225,3 @@ func invalidFields(err error) map[string]string {
 	}
 	return nil
 }
-

@@ -121,11 +121,11 @@ type view struct {
 	Notice *notice // a message for the live regions (notice.go)
 
 	// ID is the member a fragment is about when none is stored (row_gone).
-	ID    int64
+	ID      int64
 	Order   *store.Order
 	Product *store.Product
 	// Form is the resource's form (*orderForm, *productForm).
-	Form any
+	Form  any
 	List  *listView
 	Error *errorView
 
