@@ -131,6 +131,7 @@ func New(cfg Config) (*fiber.App, error) {
 
 	o := &orderHandlers{handlers: h, R: orderResource}
 	registerResource(app, orderResource, orderMembers(cfg.Store).handlers(o.list, map[string]handler{"inquiry": o.inquiry}))
+	registerResource(app, productResource, productMembers(cfg.Store).handlers(listProducts(cfg.Store), nil))
 	return app, nil
 }
 

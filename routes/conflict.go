@@ -19,8 +19,12 @@ import (
 type conflictView struct {
 	// R is the resource: the Keep theirs link, the form Save mine submits.
 	R *resource
-	// Current is the stored order: theirs.
-	Current *store.Order
+	// ID and Version are the stored record's: theirs.
+	ID, Version int64
+	// TheirsTotal is the stored order's total, beside YoursTotal.
+	TheirsTotal string
+	// FrozenStatus is the stored status when ItemsFrozen.
+	FrozenStatus string
 	// Row says the conflict is shown in a list row's inline form.
 	Row bool
 	// Fields are the differing fields, in the form's order.
@@ -96,7 +100,7 @@ type diffItem struct {
 
 // newConflict compares what the person sent with the stored order.
 func newConflict(cur *store.Order, in store.Input, row bool) *conflictView {
-	c := &conflictView{R: orderResource, Current: cur, Row: row}
+	c := &conflictView{R: orderResource, ID: cur.ID, Version: cur.Version, TheirsTotal: cur.Total.String(), Row: row}
 	field := func(name string, sent *string, theirs string, norm func(string) string, show func(string) string) {
 		if sent == nil {
 			return
@@ -119,7 +123,7 @@ func newConflict(cur *store.Order, in store.Input, row bool) *conflictView {
 	field("currency", in.Currency, cur.Currency, func(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }, same)
 	field("notes", in.Notes, cur.Notes, normText, same)
 	if in.HasItems {
-		c.ItemsFrozen = !cur.Status.ItemsEditable()
+		c.ItemsFrozen, c.FrozenStatus = !cur.Status.ItemsEditable(), string(cur.Status)
 		c.diffItems(cur, in.Items)
 	}
 	return c
@@ -207,6 +211,42 @@ func (c *conflictView) diffItems(cur *store.Order, sent []store.ItemInput) {
 	if len(c.Items) > 0 {
 		c.Reordered = false // the rows say more than the order does
 	}
+}
+
+// fieldConflict compares what the person sent (yours) with the stored
+// record (theirs, as the input that would set every field) through the
+// resource's field table: the 409 of a resource without rows.
+func fieldConflict[In any](r *resource, fs fields[In], theirs, yours In, id, version int64, row bool) *conflictView {
+	c := &conflictView{R: r, ID: id, Version: version, Row: row}
+	for i := range fs {
+		f := &fs[i]
+		y, sent := f.value(&yours)
+		if !sent || f.Kind == kindVersion || f.Kind == kindRows {
+			continue
+		}
+		t, _ := f.value(&theirs)
+		if sameValue(f, y, t) {
+			continue
+		}
+		c.Fields = append(c.Fields, fieldDiff{Name: f.Name, Label: f.Label, Yours: normText(y), Theirs: t})
+	}
+	return c
+}
+
+// sameValue reports whether two values of f are the same as the store
+// keeps them: amounts by value ("5" is 5.00), text normalised.
+func sameValue[T any](f *field[T], a, b string) bool {
+	if f.Kind == kindMoney {
+		x, err1 := store.ParseMoney(strings.TrimSpace(a))
+		y, err2 := store.ParseMoney(strings.TrimSpace(b))
+		if err1 == nil && err2 == nil {
+			return x == y
+		}
+	}
+	if f.Fold {
+		return strings.EqualFold(normText(a), normText(b))
+	}
+	return normText(a) == normText(b)
 }
 
 // normText compares text as the store keeps it: trimmed, NFC, with the

@@ -84,6 +84,9 @@ type field[T any] struct {
 	Max int
 	// UI is how the control is drawn.
 	UI control
+	// Fold says the store keeps the value in one case (a currency): a
+	// comparison ignores case.
+	Fold bool
 	// Where the value goes in T, by Kind: text for text that may be
 	// absent (nil: not sent, so an update keeps the stored value); cell
 	// for text a row always has; version; rows.

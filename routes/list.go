@@ -133,20 +133,16 @@ var orderListing = &listing{
 	},
 }
 
-// parseQuery reads the List query; every malformed value is a 400 that
-// says what is allowed.
+// parseQuery reads the orders' List query; every malformed value is a 400
+// that says what is allowed.
 func parseQuery(c *fiber.Ctx) (store.Query, error) {
-	q := store.Query{Q: c.Query("q"), Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
+	q := store.Query{Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
 	if q.Status != "" && !q.Status.Valid() {
 		return q, badRequest("status must be one of %s", store.StatusNames())
 	}
 	q.Sort = store.Sort(strings.ToLower(strings.TrimSpace(c.Query("sort"))))
 	if q.Sort != "" && !q.Sort.Valid() {
-		names := make([]string, len(store.Sorts))
-		for i, s := range store.Sorts {
-			names[i] = string(s)
-		}
-		return q, badRequest("sort must be one of %s", strings.Join(names, ", "))
+		return q, badRequest("sort must be one of %s", sortNames(store.Sorts))
 	}
 	date := func(name string) (time.Time, error) {
 		s := strings.TrimSpace(c.Query(name))
@@ -166,6 +162,19 @@ func parseQuery(c *fiber.Ctx) (store.Query, error) {
 	if q.To, err = date("to"); err != nil {
 		return q, err
 	}
+	p, err := parsePaging(c)
+	if err != nil {
+		return q, err
+	}
+	q.Q, q.Page, q.PerPage = p.Q, p.Page, p.PerPage
+	q.Normalize()
+	return q, nil
+}
+
+// parsePaging reads what every List's query has: q, page and per_page,
+// clamped and tidied as store.Query.Normalize does.
+func parsePaging(c *fiber.Ctx) (store.Query, error) {
+	q := store.Query{Q: c.Query("q")}
 	num := func(name string) (int, error) {
 		s := strings.TrimSpace(c.Query(name))
 		if s == "" {
@@ -183,6 +192,7 @@ func parseQuery(c *fiber.Ctx) (store.Query, error) {
 		}
 		return n, nil
 	}
+	var err error
 	if q.Page, err = num("page"); err != nil {
 		return q, err
 	}
@@ -194,6 +204,25 @@ func parseQuery(c *fiber.Ctx) (store.Query, error) {
 	}
 	q.Normalize()
 	return q, nil
+}
+
+// validSort reports whether s is one of sorts.
+func validSort(sorts []store.Sort, s store.Sort) bool {
+	for _, v := range sorts {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sortNames lists sorts for a message: "sku, -sku, name".
+func sortNames(sorts []store.Sort) string {
+	names := make([]string, len(sorts))
+	for i, s := range sorts {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // emptyRange reports whether q's dates leave nothing: to before from. Such

@@ -146,6 +146,9 @@ func (v *view) DocTitle() string {
 // Row gives a List row the view a single-row fragment gets.
 func (v *view) Row(o store.Order) *view { return &view{R: v.R, Order: &o} }
 
+// ProductRow gives a product List row the view a single-row fragment gets.
+func (v *view) ProductRow(p store.Product) *view { return &view{R: v.R, Product: &p} }
+
 // Ids of the layout's elements, for every resource: the main element,
 // where a page-sized htmx swap goes, and the two live regions of notices
 // (notice.go). The templates have them as {{mainID}}, {{noticeID}} and
