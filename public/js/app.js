@@ -341,9 +341,10 @@
   var shortcuts = [
     ["/", "Search"],
     ["n", "New order"],
-    ["j", "Next order in the list"],
-    ["k", "Previous order in the list"],
-    ["e", "Edit the current order"],
+    // Words for any resource's list: the same script runs on every page.
+    ["j", "Next row of the list"],
+    ["k", "Previous row of the list"],
+    ["e", "Edit the current row"],
     ["?", "Show these shortcuts"],
     ["Esc", "Close this list, or leave an inline edit"]
   ];
