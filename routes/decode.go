@@ -42,13 +42,15 @@ var orderFields = fields[store.Input]{
 
 // itemFields are the fields of one item row.
 var itemFields = fields[store.ItemInput]{
-	{Name: "sku", Label: "SKU", Max: store.MaxSKU, UI: control{Size: 8},
+	// Typing in the SKU or the name suggests products; choosing one copies
+	// its SKU, name and unit price into the row (the order keeps copies).
+	{Name: "sku", Label: "SKU", Max: store.MaxSKU, UI: control{Size: 8, FromProduct: "sku", Suggest: productResource.Path()},
 		cell: func(it *store.ItemInput) *string { return &it.SKU }},
-	{Name: "name", Label: "Name", Max: store.MaxItemName,
+	{Name: "name", Label: "Name", Max: store.MaxItemName, UI: control{FromProduct: "name", Suggest: productResource.Path()},
 		cell: func(it *store.ItemInput) *string { return &it.Name }},
 	{Name: "quantity", Label: "Quantity", Kind: kindNumber, UI: control{InputMode: "numeric", Size: 5},
 		cell: func(it *store.ItemInput) *string { return &it.Quantity }},
-	{Name: "unit_price", Label: "Unit price", Kind: kindMoney, UI: control{InputMode: "decimal", Size: 8},
+	{Name: "unit_price", Label: "Unit price", Kind: kindMoney, UI: control{InputMode: "decimal", Size: 8, FromProduct: "unit_price"},
 		cell: func(it *store.ItemInput) *string { return &it.UnitPrice }},
 }
 

@@ -111,6 +111,14 @@ type control struct {
 	// OwnSentence: the field's messages read alone, without its label
 	// before them ("cannot change status from shipped to pending").
 	OwnSentence bool
+	// FromProduct names the product field (its JSON name) whose value a
+	// product chosen in the order forms' picker puts in this control
+	// (data-product-field, for app.js); "" for none.
+	FromProduct string
+	// Suggest is the path of the collection whose active members typing
+	// in this control suggests (data-product-picker, for app.js: the
+	// product picker, CONTRACT §9). Without JavaScript it does nothing.
+	Suggest string
 }
 
 // fields is the table of a resource, or of one row of a kindRows field.

@@ -4,8 +4,9 @@
 // (routes/resource.go), never with a resource's ids or a label's words:
 // [data-results] holds a list's results, [data-rows] > tr are its table's
 // rows (one per member), [data-max-rows] is a form's item rows (how many it takes),
-// [data-row-number] an item row's number as people read it, and
-// a[data-shortcut] the target of a keyboard shortcut.
+// [data-row-number] an item row's number as people read it,
+// a[data-shortcut] the target of a keyboard shortcut, and
+// [data-product-picker] / [data-product-field] the product picker's fields.
 (function () {
   "use strict";
 
@@ -493,4 +494,296 @@
   window.addEventListener("pageshow", function (e) {
     if (e.persisted) regions().forEach(function (r) { r.replaceChildren(); });
   });
+})();
+
+// Product picker (CONTRACT §9, issue 10): typing in an item row's SKU or
+// name suggests up to 10 active products, as a WAI-ARIA 1.2 combobox with
+// a listbox popup. The server marks the inputs that suggest with
+// data-product-picker (its value is the products' path) and every control
+// a chosen product fills with data-product-field (the product's JSON field
+// it takes); the roles, states and the listbox are added here, so without
+// JavaScript the fields are the plain text fields they always were.
+// Choosing copies values into the row (the order keeps its own copies,
+// nothing links it to the product) and the person may still change them.
+// Requests are debounced, only the latest answer counts, and errors are
+// silent: the field stays a plain text field.
+(function productPicker() {
+  "use strict";
+
+  var DELAY = 200, MOST = 10;
+  // The list that shows: {input, list, products, active}, or null.
+  var open = null;
+  // The debounce, the request in flight, the number of the latest one.
+  var timer = 0, ctrl = null, asked = 0;
+  // choose() is setting values: their input events ask for nothing.
+  var filling = false;
+
+  function isPicker(el) {
+    return !!(el && el.nodeType === 1 && el.matches && el.matches("input[data-product-picker]"));
+  }
+
+  // The polite live region of a form that says how many products match.
+  function region(form) {
+    var root = form || document.body;
+    var r = root.querySelector("[data-product-status]");
+    if (!r) {
+      r = document.createElement("p");
+      r.setAttribute("data-product-status", "");
+      r.setAttribute("role", "status");
+      r.className = "visually-hidden";
+      root.appendChild(r);
+    }
+    return r;
+  }
+
+  function announce(input, text) {
+    var r = region(input.form);
+    // The same words again are still news: make the text differ.
+    r.textContent = r.textContent === text ? text + "\u00a0" : text;
+  }
+
+  // setup gives an input its listbox (right after it) and the combobox's
+  // role and states. It runs again whenever the input gets focus: a row
+  // app.js copied has a copy of the listbox, renumbered with the row's
+  // ids, which the input's aria-controls must name.
+  function setup(input) {
+    var list = input.nextElementSibling;
+    if (!list || !list.hasAttribute("data-product-options")) {
+      list = document.createElement("div");
+      list.setAttribute("data-product-options", "");
+      list.setAttribute("role", "listbox");
+      list.className = "product-options";
+      input.after(list);
+    }
+    list.id = input.id + "-products";
+    list.setAttribute("aria-label", "Products");
+    if (!open || open.input !== input) {
+      list.hidden = true;
+      list.replaceChildren();
+      input.setAttribute("aria-expanded", "false");
+      input.removeAttribute("aria-activedescendant");
+    }
+    input.setAttribute("role", "combobox");
+    input.setAttribute("aria-autocomplete", "list");
+    input.setAttribute("aria-controls", list.id);
+    if (input.parentElement) input.parentElement.classList.add("product-picker");
+    region(input.form);
+    return list;
+  }
+
+  function setupAll(root) {
+    (root || document).querySelectorAll("input[data-product-picker]").forEach(setup);
+  }
+
+  function cancel() {
+    clearTimeout(timer);
+    timer = 0;
+    if (ctrl) { ctrl.abort(); ctrl = null; }
+  }
+
+  function close() {
+    if (!open) return;
+    var o = open;
+    open = null;
+    o.list.hidden = true;
+    o.list.replaceChildren();
+    o.input.setAttribute("aria-expanded", "false");
+    o.input.removeAttribute("aria-activedescendant");
+  }
+
+  // search asks for the active products matching term; act (1 or -1)
+  // makes the first or the last one active once they show.
+  function search(input, term, act) {
+    cancel();
+    var mine = ++asked, c = new AbortController();
+    ctrl = c;
+    var url = new URL(input.getAttribute("data-product-picker"), window.location.href);
+    url.searchParams.set("q", term);
+    url.searchParams.set("active", "true");
+    url.searchParams.set("per_page", String(MOST));
+    fetch(url.toString(), { headers: { Accept: "application/json" }, signal: c.signal, credentials: "same-origin" })
+      .then(function (r) {
+        if (!r.ok) throw new Error("products: " + r.status);
+        return r.json();
+      })
+      .then(function (data) {
+        if (mine !== asked) return; // a later request counts, not this one
+        ctrl = null;
+        if (document.activeElement !== input || input.value.trim() !== term) return;
+        var ps = (data && Array.isArray(data.products) ? data.products : []).filter(function (p) {
+          return p && p.active !== false && typeof p.name === "string";
+        }).slice(0, MOST);
+        show(input, ps, typeof data.total === "number" ? data.total : ps.length, !!data.total_is_lower_bound, act);
+      })
+      .catch(function () {
+        if (mine !== asked) return;
+        ctrl = null;
+        close();
+      });
+  }
+
+  function schedule(input) {
+    cancel();
+    if (open && open.input === input) activate(-1); // the list is about to change
+    var term = input.value.trim();
+    if (!term) { close(); return; }
+    timer = setTimeout(function () { timer = 0; search(input, term, 0); }, DELAY);
+  }
+
+  function show(input, products, total, more, act) {
+    if (open && open.input !== input) close();
+    var list = setup(input);
+    list.replaceChildren();
+    products.forEach(function (p, i) {
+      var o = document.createElement("div");
+      o.id = list.id + "-" + i;
+      o.setAttribute("role", "option");
+      o.setAttribute("aria-selected", "false");
+      var name = document.createElement("span");
+      name.className = "product-option-name";
+      name.textContent = p.name;
+      var meta = document.createElement("span");
+      meta.className = "product-option-meta";
+      meta.textContent = [p.sku, [p.unit_price, p.currency].filter(Boolean).join(" ")].filter(Boolean).join(", ");
+      o.append(name, " ", meta);
+      list.appendChild(o);
+    });
+    if (!products.length) {
+      close();
+      list.hidden = true;
+      announce(input, "No product matches");
+      return;
+    }
+    open = { input: input, list: list, products: products, active: -1 };
+    list.hidden = false;
+    input.setAttribute("aria-expanded", "true");
+    var n = products.length;
+    announce(input, total > n ? n + " of " + total + (more ? " or more" : "") + " matching products shown" :
+      n === 1 ? "1 product matches" : n + " products match");
+    if (act) activate(act > 0 ? 0 : n - 1);
+  }
+
+  function options() {
+    return open ? Array.prototype.slice.call(open.list.querySelectorAll("[role=option]")) : [];
+  }
+
+  // activate makes option i the active one (-1: none).
+  function activate(i) {
+    if (!open) return;
+    var opts = options();
+    opts.forEach(function (o, k) { o.setAttribute("aria-selected", k === i ? "true" : "false"); });
+    open.active = i;
+    if (i < 0 || !opts[i]) {
+      open.active = -1;
+      open.input.removeAttribute("aria-activedescendant");
+      return;
+    }
+    open.input.setAttribute("aria-activedescendant", opts[i].id);
+    opts[i].scrollIntoView({ block: "nearest" });
+  }
+
+  // choose copies product i into its row's controls, as if typed (input
+  // events: app.js's totals follow), and moves on to the row's first
+  // control a product does not fill (the quantity).
+  function choose(i) {
+    if (!open || !open.products[i]) return;
+    var p = open.products[i], input = open.input;
+    close();
+    var row = input.closest("tr") || input.form || document;
+    filling = true;
+    try {
+      row.querySelectorAll("[data-product-field]").forEach(function (el) {
+        var v = p[el.getAttribute("data-product-field")];
+        if (v === undefined || v === null) return;
+        el.value = String(v);
+        el.dispatchEvent(new Event("input", { bubbles: true }));
+        el.dispatchEvent(new Event("change", { bubbles: true }));
+      });
+    } finally {
+      filling = false;
+    }
+    announce(input, p.name + " chosen: SKU " + p.sku + ", unit price " + p.unit_price);
+    var next = row.querySelector("input:not([type=hidden]):not([data-product-field]):not([readonly])");
+    if (next) {
+      next.focus();
+      if (next.select) next.select();
+    } else {
+      input.focus();
+    }
+  }
+
+  document.addEventListener("input", function (e) {
+    if (filling || !isPicker(e.target)) return;
+    schedule(e.target);
+  });
+
+  document.addEventListener("focusin", function (e) {
+    if (isPicker(e.target)) setup(e.target);
+  });
+
+  document.addEventListener("focusout", function (e) {
+    if (!isPicker(e.target)) return;
+    cancel();
+    if (open && open.input === e.target) close();
+  });
+
+  // The keys, before anything else on the page hears them (capture): an
+  // Enter that chooses must not also submit the form, an Escape that
+  // closes the list must not also leave an inline edit.
+  document.addEventListener("keydown", function (e) {
+    var input = e.target;
+    if (!isPicker(input) || e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+    var isOpen = !!open && open.input === input;
+    switch (e.key) {
+      case "ArrowDown":
+      case "ArrowUp": {
+        var step = e.key === "ArrowDown" ? 1 : -1;
+        if (isOpen) {
+          var n = open.products.length, i = open.active;
+          activate(i < 0 ? (step > 0 ? 0 : n - 1) : (i + step + n) % n);
+        } else if (input.value.trim()) {
+          search(input, input.value.trim(), step); // open it, then move
+        } else {
+          return;
+        }
+        e.preventDefault();
+        e.stopPropagation();
+        return;
+      }
+      case "Enter":
+        if (!isOpen) return; // Enter saves, as in any field
+        if (open.active < 0) { close(); return; }
+        e.preventDefault();
+        e.stopPropagation();
+        choose(open.active);
+        return;
+      case "Escape":
+        // A second Escape (nothing shown or coming) is the page's.
+        if (!isOpen && !timer && !ctrl) return;
+        cancel();
+        close();
+        e.preventDefault();
+        e.stopPropagation();
+        return;
+    }
+    // Tab leaves the field as always; focusout closes the list.
+  }, true);
+
+  // A click chooses; pressing on the list keeps the focus in the field.
+  document.addEventListener("mousedown", function (e) {
+    if (e.target.closest && e.target.closest("[data-product-options]")) e.preventDefault();
+  });
+  document.addEventListener("click", function (e) {
+    var o = e.target.closest && e.target.closest("[data-product-options] [role=option]");
+    if (o && open && open.list.contains(o)) {
+      choose(options().indexOf(o));
+      return;
+    }
+    // A row app.js has just added (its click handler ran first).
+    var add = e.target.closest && e.target.closest("[data-add-row]");
+    if (add && add.form) setupAll(add.form);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () { setupAll(document); });
+  document.addEventListener("htmx:after:swap", function () { setupAll(document); });
 })();
