@@ -125,6 +125,15 @@ func TestAccessibility(t *testing.T) {
 	e.failedLoads = []string{"404"} // the not-found page is visited on purpose
 	pending, shipped, cancelled, _ := seedStates(t, e.store)
 	a, s, c := strconv.FormatInt(pending.ID, 10), strconv.FormatInt(shipped.ID, 10), strconv.FormatInt(cancelled.ID, 10)
+	cat := seedCatalogue(t, e.store)
+	mug, inactive := strconv.FormatInt(cat.mug.ID, 10), strconv.FormatInt(cat.cap.ID, 10)
+	bumpProduct := func(p *store.Product) {
+		t.Helper()
+		name := "Enamel mug " + time.Now().Format("150405.000000000")
+		if _, err := e.store.UpdateProduct(context.Background(), p.ID, store.ProductInput{Name: &name}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bump := func(o *store.Order) {
 		t.Helper()
 		notes := "changed elsewhere at " + time.Now().Format(time.RFC3339Nano)
@@ -143,6 +152,10 @@ func TestAccessibility(t *testing.T) {
 		"/orders?from=2025-02-01&to=2025-01-01", "/orders/inquiry?sort=customer&per_page=2&page=2",
 		// Issue 9: Delete's confirmation page (no JavaScript's way to delete).
 		"/orders/" + a + "?confirm=delete",
+		// Issue 10: the product catalogue's pages in the same states.
+		"/products", "/products?q=gel", "/products?q=zzzz", "/products?active=false", "/products?sort=-name&per_page=2&page=2",
+		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
+		"/products/99999",
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		e.colorScheme(t, scheme)
@@ -153,7 +166,8 @@ func TestAccessibility(t *testing.T) {
 		// A 360 px phone: the list's rows become cards, the item rows show
 		// their labels.
 		e.do(t, scheme+" phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
-		for _, p := range []string{"/orders", "/orders/new", "/orders/" + a, "/orders/inquiry", "/orders/" + a + "?confirm=delete"} {
+		for _, p := range []string{"/orders", "/orders/new", "/orders/" + a, "/orders/inquiry", "/orders/" + a + "?confirm=delete",
+			"/products", "/products/new", "/products/" + mug, "/products/" + mug + "?confirm=delete"} {
 			e.do(t, scheme+" phone open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 			e.axe(t, axe, scheme+" phone "+p)
 		}
@@ -233,5 +247,48 @@ func TestAccessibility(t *testing.T) {
 		}
 		e.do(t, scheme+" confirm a deleted order", chromedp.Click(css(".transitions button")), chromedp.WaitVisible(css("#error")))
 		e.axe(t, axe, scheme+" order page after acting on a deleted order")
+
+		// Issue 10: the product List's inline edit, its errors, its
+		// conflict and the notice after a save (at 360 px: the cards); the
+		// New form with a duplicate SKU; the Edit form with a conflict.
+		prow := productRow(cat.mug)
+		e.do(t, scheme+" phone products", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile),
+			chromedp.Navigate(e.base+"/products"), chromedp.WaitVisible(css(prow)))
+		e.do(t, scheme+" product inline edit", chromedp.Click(css(prow+" a[hx-get]")), chromedp.WaitVisible(css("#row-"+mug+"-name")))
+		e.axe(t, axe, scheme+" phone product inline edit open")
+		e.do(t, scheme+" product inline edit with errors",
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("`+prow+` form").noValidate = true;
+			  document.getElementById("row-`+mug+`-name").value = ""; document.getElementById("row-`+mug+`-unit_price").value = "1.999"`),
+			chromedp.Click(css(prow+" button[type=submit]")),
+			chromedp.WaitVisible(css("#row-"+mug+"-name-err")))
+		e.axe(t, axe, scheme+" phone product inline edit 422")
+		e.do(t, scheme+" desktop", chromedp.EmulateViewport(1280, 900))
+		bumpProduct(cat.mug)
+		e.do(t, scheme+" product inline edit conflict",
+			chromedp.SetValue(css("#row-"+mug+"-name"), "Enamel mug, blue"),
+			chromedp.SetValue(css("#row-"+mug+"-unit_price"), "13.00"),
+			chromedp.Click(css(prow+" button[type=submit]")),
+			chromedp.WaitVisible(css(prow+" .conflict")))
+		e.axe(t, axe, scheme+" product inline edit 409")
+		e.do(t, scheme+" product inline save", chromedp.Click(css(prow+" button[type=submit]")), chromedp.WaitNotPresent(css(prow+" form.row-form")))
+		e.waitText(t, "#notice", "saved")
+		e.axe(t, axe, scheme+" product list with a notice")
+
+		e.do(t, scheme+" new product with a duplicate SKU",
+			chromedp.Navigate(e.base+"/products/new"), chromedp.WaitVisible(css("#sku")),
+			chromedp.SendKeys(css("#sku"), "mug-1"), chromedp.SendKeys(css("#name"), "Travel mug"), chromedp.SendKeys(css("#unit_price"), "9.90"),
+			chromedp.Click(css("#product-edit button[type=submit]")), chromedp.WaitVisible(css("#sku-err")))
+		e.axe(t, axe, scheme+" new product 422")
+		e.do(t, scheme+" edit product", chromedp.Navigate(e.base+"/products/"+mug+"/edit"), chromedp.WaitVisible(css("#name")),
+			chromedp.SetValue(css("#unit_price"), "14.00"))
+		bumpProduct(cat.mug)
+		e.do(t, scheme+" edit product conflict", chromedp.Click(css("#product-edit button[type=submit]")),
+			chromedp.WaitVisible(css("#product-form .conflict")))
+		e.waitText(t, ".notices", "changed by someone else")
+		e.axe(t, axe, scheme+" edit product 409")
+		e.do(t, scheme+" product shortcuts", chromedp.Navigate(e.base+"/products"), chromedp.WaitVisible(css(prow)), press("j?"),
+			chromedp.WaitVisible(css("dialog#shortcuts")))
+		e.axe(t, axe, scheme+" product list with a current row and the shortcuts")
+		e.do(t, scheme+" close product shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
 	}
 }

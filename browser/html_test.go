@@ -345,6 +345,97 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("gone-put", hreq{method: "POST", path: gone, form: url.Values{"_method": {"PUT"}, "customer": {"Barbara"}}, want: 404})
 	d.fetch("gone-put", hreq{method: "PUT", path: gone, form: url.Values{"status": {"confirmed"}}, target: "main#main", want: 404})
 
+	// Issue 10: the product catalogue, the same way: its pages and their
+	// fragments, the parts htmx asks for by target, the forms sent back
+	// with errors (a duplicate SKU among them) and conflicts, plain and
+	// htmx, the successful writes, Delete's confirmation page, a row and a
+	// page of a product deleted elsewhere.
+	cat := seedCatalogue(t, st)
+	pversion := func(p *store.Product) string {
+		cur, err := st.GetProduct(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatInt(cur.Version, 10)
+	}
+	pid := func(p *store.Product) string { return strconv.FormatInt(p.ID, 10) }
+	mug, capID, gonePID := pid(cat.mug), pid(cat.cap), pid(cat.old)
+	mugRow := "tr#product-row-" + mug
+	for _, g := range []struct{ name, path string }{
+		{"products", "/products"},
+		{"products-search", "/products?q=gel"},
+		{"products-search-none", "/products?q=zzzz"},
+		{"products-inactive", "/products?active=false"},
+		{"products-sorted-paged", "/products?sort=-name&per_page=2&page=2"},
+		{"product-new", "/products/new"},
+		{"product-show", "/products/" + mug},
+		{"product-show-inactive", "/products/" + capID},
+		{"product-edit", "/products/" + mug + "/edit"},
+		{"product-delete-confirm", "/products/" + mug + "?confirm=delete"},
+	} {
+		d.fetch(g.name, hreq{method: "GET", path: g.path, want: 200})
+		d.fetch(g.name, hreq{method: "GET", path: g.path, fragment: true, want: 200})
+	}
+	d.fetch("product-not-found", hreq{method: "GET", path: "/products/99999", want: 404})
+	d.fetch("product-not-found", hreq{method: "GET", path: "/products/99999", fragment: true, want: 404})
+	for _, g := range []struct{ name, path string }{
+		{"products-results", "/products?q=lamp"},
+		{"products-results-none", "/products?q=zzzz&active=true"},
+		{"products-results-sorted", "/products?sort=-created&per_page=2&page=2"},
+		{"products-results-past-end", "/products?page=999"},
+	} {
+		d.fetch(g.name, hreq{method: "GET", path: g.path, target: "div#product-results", want: 200})
+	}
+	d.fetch("product-row", hreq{method: "GET", path: "/products/" + mug, target: mugRow, want: 200})
+	d.fetch("product-row-inactive", hreq{method: "GET", path: "/products/" + capID, target: "tr#product-row-" + capID, want: 200})
+	d.fetch("product-row-edit", hreq{method: "GET", path: "/products/" + mug + "/edit", target: mugRow, want: 200})
+
+	productForm := func(method bool, version, sku, name, price string, active ...string) url.Values {
+		v := url.Values{"sku": {sku}, "name": {name}, "unit_price": {price}, "currency": {"USD"}, "active": append(active, "false")}
+		if version != "" {
+			v.Set("version", version)
+		}
+		if method {
+			v.Set("_method", "PUT")
+		}
+		return v
+	}
+	dupCreate := productForm(false, "", "mug-1", "Travel <mug> & co", "9.90", "true")
+	badProduct := productForm(false, "", "no spaces", "", "1.999")
+	d.fetch("product-create-422-duplicate", hreq{method: "POST", path: "/products", form: dupCreate, want: 422})
+	d.fetch("product-create-422-duplicate", hreq{method: "POST", path: "/products", form: dupCreate, target: "main#main", want: 422})
+	d.fetch("product-create-422", hreq{method: "POST", path: "/products", form: badProduct, want: 422})
+	d.fetch("product-create-422", hreq{method: "POST", path: "/products", form: badProduct, target: "main#main", want: 422})
+	stalePV := strconv.FormatInt(cat.mug.Version-1, 10)
+	d.fetch("product-edit-422", hreq{method: "POST", path: "/products/" + mug, want: 422,
+		form: productForm(true, pversion(cat.mug), "PEN-2", "Mug", "12.50", "true")})
+	d.fetch("product-edit-422", hreq{method: "PUT", path: "/products/" + mug, target: "main#main", want: 422,
+		form: productForm(false, pversion(cat.mug), "", "", "x")})
+	d.fetch("product-edit-409", hreq{method: "POST", path: "/products/" + mug, want: 409,
+		form: productForm(true, stalePV, "MUG-1", "Enamel <b>mug</b>", "13.00")})
+	d.fetch("product-edit-409", hreq{method: "PUT", path: "/products/" + mug, target: "main#main", want: 409,
+		form: productForm(false, stalePV, "MUG-1", "Enamel <b>mug</b>", "13.00")})
+	d.fetch("product-row-422", hreq{method: "PUT", path: "/products/" + mug, target: mugRow, want: 422,
+		form: productForm(false, pversion(cat.mug), "", "", "1.999", "true")})
+	d.fetch("product-row-409", hreq{method: "PUT", path: "/products/" + mug, target: mugRow, want: 409,
+		form: productForm(false, stalePV, "MUG-1", "Enamel mug, blue", "12.50")})
+	d.fetch("product-row-saved", hreq{method: "PUT", path: "/products/" + mug, target: mugRow, want: 200,
+		form: productForm(false, pversion(cat.mug), "MUG-1", "Enamel mug, blue", "12.50", "true")})
+	d.fetch("product-show-saved", hreq{method: "PUT", path: "/products/" + mug, target: "main#main", want: 200,
+		form: productForm(false, pversion(cat.mug), "MUG-1", "Enamel mug, blue", "12.50")})
+	d.fetch("product-created", hreq{method: "POST", path: "/products", target: "main#main", want: 201,
+		form: productForm(false, "", "CUP-5", "Paper cup", "0.20", "true")})
+	d.fetch("product-row-deleted", hreq{method: "DELETE", path: "/products/" + pid(cat.pen) + "?version=" + pversion(cat.pen),
+		target: "tr#product-row-" + pid(cat.pen), want: 200})
+	if err := st.DeleteProduct(ctx, cat.old.ID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.fetch("product-row-gone-edit", hreq{method: "GET", path: "/products/" + gonePID + "/edit", target: "tr#product-row-" + gonePID, want: 404})
+	d.fetch("product-row-gone-put", hreq{method: "PUT", path: "/products/" + gonePID, target: "tr#product-row-" + gonePID, want: 404,
+		form: url.Values{"name": {"Old stock"}}})
+	d.fetch("product-gone-put", hreq{method: "POST", path: "/products/" + gonePID, want: 404,
+		form: url.Values{"_method": {"PUT"}, "name": {"Old stock"}}})
+
 	started := time.Now()
 	msgs := runVNU(t, java, jar, d.files)
 	t.Logf("vnu checked %d documents in %s", len(d.files), time.Since(started).Round(time.Millisecond))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"orders/store"
 )
 
 // HTML_CodeSniffer (testdata/htmlcs.min.js: @pa11y/html_codesniffer 2.6.0,
@@ -80,12 +82,42 @@ func TestHTMLCodeSniffer(t *testing.T) {
 	e := start(t, true)
 	pending, shipped, _, _ := seedStates(t, e.store)
 	a, s := strconv.FormatInt(pending.ID, 10), strconv.FormatInt(shipped.ID, 10)
+	cat := seedCatalogue(t, e.store)
+	mug, inactive := strconv.FormatInt(cat.mug.ID, 10), strconv.FormatInt(cat.cap.ID, 10)
 	for _, p := range []string{
 		"/orders", "/orders?sort=customer&per_page=2&page=2", "/orders?from=2000-01-01&to=2999-12-31&status=pending",
 		"/orders?page=999", "/orders/inquiry", "/orders/" + a, "/orders/" + s, "/orders/new",
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit",
+		// Issue 10: the product catalogue's pages.
+		"/products", "/products?q=gel", "/products?q=zzzz", "/products?active=false&sort=-name", "/products?per_page=2&page=2",
+		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
 	} {
 		e.do(t, "open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 		e.htmlcs(t, string(src), p)
 	}
+
+	// Issue 10: the product forms as a person meets them after sending:
+	// the New form's 422 (a duplicate SKU), a List row's inline form and
+	// its 422, and the Edit form's 409.
+	prow := productRow(cat.mug)
+	e.do(t, "new product 422", chromedp.Navigate(e.base+"/products/new"), chromedp.WaitVisible(css("#sku")),
+		chromedp.SendKeys(css("#sku"), "MUG-1"), chromedp.SendKeys(css("#name"), "Travel mug"), chromedp.SendKeys(css("#unit_price"), "9.90"),
+		chromedp.Click(css("#product-edit button[type=submit]")), chromedp.WaitVisible(css("#sku-err")))
+	e.htmlcs(t, string(src), "new product 422")
+	e.do(t, "product inline edit", chromedp.Navigate(e.base+"/products"), chromedp.WaitVisible(css(prow)),
+		chromedp.Click(css(prow+" a[hx-get]")), chromedp.WaitVisible(css("#row-"+mug+"-name")))
+	e.htmlcs(t, string(src), "product inline edit")
+	e.do(t, "product inline edit 422",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("`+prow+` form").noValidate = true;
+		  document.getElementById("row-`+mug+`-sku").value = "no spaces allowed"`),
+		chromedp.Click(css(prow+" button[type=submit]")), chromedp.WaitVisible(css("#row-"+mug+"-sku-err")))
+	e.htmlcs(t, string(src), "product inline edit 422")
+	e.do(t, "edit product", chromedp.Navigate(e.base+"/products/"+mug+"/edit"), chromedp.WaitVisible(css("#name")),
+		chromedp.SetValue(css("#name"), "Enamel mug, blue"))
+	name := "Enamel mug, green"
+	if _, err := e.store.UpdateProduct(context.Background(), cat.mug.ID, store.ProductInput{Name: &name}, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.do(t, "edit product 409", chromedp.Click(css("#product-edit button[type=submit]")), chromedp.WaitVisible(css("#product-form .conflict")))
+	e.htmlcs(t, string(src), "edit product 409")
 }

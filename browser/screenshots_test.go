@@ -15,7 +15,7 @@ import (
 )
 
 // TestDocScreenshots renders the pictures in docs/screenshots: the list in
-// light and dark, an order, and both at phone width. It runs only when
+// light and dark, an order, both at phone width, and the product catalogue. It runs only when
 // ORDERS_DOC_SCREENSHOTS names the folder to write (go test ./browser -run
 // TestDocScreenshots with ORDERS_DOC_SCREENSHOTS=$PWD/docs/screenshots).
 func TestDocScreenshots(t *testing.T) {
@@ -33,6 +33,15 @@ func TestDocScreenshots(t *testing.T) {
 		t.Fatalf("no confirmed order among the seeded ones: %v", err)
 	}
 	orderURL := "/orders/" + strconv.FormatInt(page.Orders[0].ID, 10)
+	// The catalogue shows both badges: one demo product is inactive.
+	products, err := e.store.ListProducts(context.Background(), store.ProductQuery{Q: "CAP-1"})
+	if err != nil || len(products.Products) != 1 {
+		t.Fatalf("the demo product CAP-1: %v (%d found)", err, len(products.Products))
+	}
+	inactive := false
+	if _, err := e.store.UpdateProduct(context.Background(), products.Products[0].ID, store.ProductInput{Active: &inactive}, 0); err != nil {
+		t.Fatal(err)
+	}
 	shoot := func(name, url string, width, height int64, dark bool, wait string) {
 		t.Helper()
 		scheme := "light"
@@ -57,4 +66,5 @@ func TestDocScreenshots(t *testing.T) {
 	shoot("inquiry", "/orders/inquiry?per_page=5", 1280, 820, false, "#order-results")
 	shoot("phone-list", "/orders", 390, 844, false, "#order-results")
 	shoot("phone-order-dark", orderURL, 390, 844, true, "#order")
+	shoot("products-list", "/products", 1280, 820, false, "#product-results")
 }
