@@ -19,7 +19,7 @@ func conflictOrder(t *testing.T, st *store.Store) *store.Order {
 	o, err := st.Create(context.Background(), store.Input{Customer: &customer, Email: &email, HasItems: true,
 		Items: []store.ItemInput{
 			{SKU: "RULE-1", Name: "Slide rule", Quantity: "1", UnitPrice: "30.00"},
-			{Index: 1, SKU: "PEN-2", Name: "Pencil", Quantity: "12", UnitPrice: "0.25"},
+			{SKU: "PEN-2", Name: "Pencil", Quantity: "12", UnitPrice: "0.25"},
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func theirs(t *testing.T, st *store.Store, id int64, customer string) {
 	if _, err := st.Update(context.Background(), id, store.Input{Customer: &customer, HasItems: true,
 		Items: []store.ItemInput{
 			{SKU: "RULE-1", Name: "Slide rule", Quantity: "2", UnitPrice: "30.00"},
-			{Index: 1, SKU: "PEN-2", Name: "Pencil", Quantity: "12", UnitPrice: "0.25"},
+			{SKU: "PEN-2", Name: "Pencil", Quantity: "12", UnitPrice: "0.25"},
 		}}, 0); err != nil {
 		t.Fatal(err)
 	}

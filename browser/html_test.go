@@ -512,7 +512,7 @@ func seedStates(t *testing.T, st *store.Store) (pending, shipped, cancelled, doo
 		return o
 	}
 	mug := store.ItemInput{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"}
-	pen := store.ItemInput{Index: 1, SKU: "PEN-2", Name: "Gel pen", Quantity: "10", UnitPrice: "1.05"}
+	pen := store.ItemInput{SKU: "PEN-2", Name: "Gel pen", Quantity: "10", UnitPrice: "1.05"}
 	pending = create("Ada Lovelace", "ada@example.com", "Leave at the door.\nRing twice.", mug, pen)
 	if _, err := st.Update(ctx, pending.ID, store.Input{Notes: str("Leave at the door.\nRing twice, please.")}, 0); err != nil {
 		t.Fatal(err)

@@ -24,10 +24,10 @@ func TestConflictDiff(t *testing.T) {
 		}, Total: 3769}
 	in := store.Input{Customer: str(" Katherine Johnson "), Email: str("kj@nasa.gov"), Status: str("Pending"),
 		Currency: str("usd"), Notes: str("line 1\r\nline 2\r\n"), HasItems: true, Items: []store.ItemInput{
-			{Index: 0, SKU: "mug-1", Name: "Enamel mug", Quantity: "3", UnitPrice: "12.5"}, // quantity changed
-			{Index: 1, Name: "Chalk", Quantity: "3", UnitPrice: "0.40"},                    // the same
-			{Index: 2, Name: "sticker", Quantity: "1", UnitPrice: "0.99"},                  // renamed
-			{Index: 3, SKU: "BAG-9", Name: "Tote bag", Quantity: "1", UnitPrice: "7"},      // only in yours
+			{SKU: "mug-1", Name: "Enamel mug", Quantity: "3", UnitPrice: "12.5"}, // quantity changed
+			{Name: "Chalk", Quantity: "3", UnitPrice: "0.40"},                    // the same
+			{Name: "sticker", Quantity: "1", UnitPrice: "0.99"},                  // renamed
+			{SKU: "BAG-9", Name: "Tote bag", Quantity: "1", UnitPrice: "7"},      // only in yours
 		}} // Gel pen: only in theirs
 	c := newConflict(cur, in, false)
 	if len(c.Fields) != 1 || c.Fields[0] != (fieldDiff{Name: "customer", Label: "Customer", Yours: "Katherine Johnson", Theirs: "K. Johnson (NASA)"}) {

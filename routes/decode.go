@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,46 +18,104 @@ func badRequest(format string, args ...any) error {
 	return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf(format, args...))
 }
 
+// orderIn is an order's create or update as a request sends it: the
+// store's input, and the number each item row had in the request (N of
+// items[N][field] in a form, the position in a JSON array). The store
+// knows items by their position in Input.Items; requestErrors gives its
+// messages back under the keys the request used (CONTRACT §3).
+type orderIn struct {
+	store.Input
+	// rowN[i] is the N of Items[i].
+	rowN []int
+}
+
+// itemRow is one item row as a request sends it: the item and its N.
+type itemRow struct {
+	store.ItemInput
+	n int
+}
+
+// requestErrors returns err with the store's item keys (items[i][field],
+// i the item's position) written with the row's N instead.
+func (in *orderIn) requestErrors(err error) error {
+	se, ok := err.(*store.Error)
+	if !ok || len(se.Fields) == 0 || len(in.rowN) == 0 {
+		return err
+	}
+	out := *se
+	out.Fields = make(map[string]string, len(se.Fields))
+	for k, msg := range se.Fields {
+		if rest, ok := strings.CutPrefix(k, "items["); ok {
+			if i, sub, ok := strings.Cut(rest, "]["); ok {
+				if n, err := strconv.Atoi(i); err == nil && n >= 0 && n < len(in.rowN) && strings.HasSuffix(sub, "]") {
+					k = errKey("items", in.rowN[n], strings.TrimSuffix(sub, "]"))
+				}
+			}
+		}
+		out.Fields[k] = msg
+	}
+	return &out
+}
+
+// rows returns the item rows of in, each with its N.
+func (in *orderIn) rows() []itemRow {
+	out := make([]itemRow, len(in.Items))
+	for i, it := range in.Items {
+		out[i] = itemRow{it, i}
+		if i < len(in.rowN) {
+			out[i].n = in.rowN[i]
+		}
+	}
+	return out
+}
+
 // orderFields are the fields of an order as requests send them (CONTRACT
 // §1, §2), in the order the forms show them. The limits are the store's.
-var orderFields = fields[store.Input]{
+var orderFields = fields[orderIn]{
 	{Name: "customer", Label: "Customer", Max: store.MaxCustomer, UI: control{Required: true},
-		text: func(in *store.Input) **string { return &in.Customer }},
+		text: func(in *orderIn) **string { return &in.Customer }},
 	{Name: "email", Label: "Email", Max: store.MaxEmail, UI: control{Type: "email", Optional: true, Class: "field-email"},
-		text: func(in *store.Input) **string { return &in.Email }},
+		text: func(in *orderIn) **string { return &in.Email }},
 	{Name: "status", Label: "Status", UI: control{Tag: "select", OwnSentence: true},
-		text: func(in *store.Input) **string { return &in.Status }},
+		text: func(in *orderIn) **string { return &in.Status }},
 	{Name: "currency", Label: "Currency", Max: store.CurrencyLen,
 		UI:   control{Required: true, Size: store.CurrencyLen + 1, Pattern: fmt.Sprintf("[A-Za-z]{%d}", store.CurrencyLen)},
-		text: func(in *store.Input) **string { return &in.Currency }},
+		text: func(in *orderIn) **string { return &in.Currency }},
 	{Name: "notes", Label: "Notes", Max: store.MaxNotes, UI: control{Tag: "textarea", Rows: 3, Optional: true},
-		text: func(in *store.Input) **string { return &in.Notes }},
-	{Name: "version", Kind: kindVersion, version: func(in *store.Input) **int64 { return &in.Version }},
-	{Name: "items", Label: "Items", Kind: kindRows, rows: &rows[store.Input, store.ItemInput]{
+		text: func(in *orderIn) **string { return &in.Notes }},
+	{Name: "version", Kind: kindVersion, version: func(in *orderIn) **int64 { return &in.Version }},
+	{Name: "items", Label: "Items", Kind: kindRows, rows: &rows[orderIn, itemRow]{
 		fields: itemFields, Noun: "item", Limit: 10 * store.MaxItems,
-		newRow: func(n int) store.ItemInput { return store.ItemInput{Index: n} },
-		set: func(in *store.Input, items []store.ItemInput) {
-			in.Items, in.HasItems = items, items != nil
+		newRow: func(n int) itemRow { return itemRow{n: n} },
+		set: func(in *orderIn, rs []itemRow) {
+			in.Items, in.rowN, in.HasItems = nil, nil, rs != nil
+			if rs == nil {
+				return
+			}
+			in.Items, in.rowN = make([]store.ItemInput, len(rs)), make([]int, len(rs))
+			for i, r := range rs {
+				in.Items[i], in.rowN[i] = r.ItemInput, r.n
+			}
 		},
 	}},
 }
 
 // itemFields are the fields of one item row.
-var itemFields = fields[store.ItemInput]{
+var itemFields = fields[itemRow]{
 	// Typing in the SKU or the name suggests products; choosing one copies
 	// its SKU, name and unit price into the row (the order keeps copies).
 	{Name: "sku", Label: "SKU", Max: store.MaxSKU, UI: control{Size: 8, FromProduct: "sku", Suggest: productResource.Path()},
-		cell: func(it *store.ItemInput) *string { return &it.SKU }},
+		cell: func(it *itemRow) *string { return &it.SKU }},
 	{Name: "name", Label: "Name", Max: store.MaxItemName, UI: control{FromProduct: "name", Suggest: productResource.Path()},
-		cell: func(it *store.ItemInput) *string { return &it.Name }},
+		cell: func(it *itemRow) *string { return &it.Name }},
 	{Name: "quantity", Label: "Quantity", Kind: kindNumber, UI: control{InputMode: "numeric", Size: 5},
-		cell: func(it *store.ItemInput) *string { return &it.Quantity }},
+		cell: func(it *itemRow) *string { return &it.Quantity }},
 	{Name: "unit_price", Label: "Unit price", Kind: kindMoney, UI: control{InputMode: "decimal", Size: 8, FromProduct: "unit_price"},
-		cell: func(it *store.ItemInput) *string { return &it.UnitPrice }},
+		cell: func(it *itemRow) *string { return &it.UnitPrice }},
 }
 
 // decodeInput reads an order's create or update request.
-func decodeInput(c *fiber.Ctx) (store.Input, error) { return decodeBody(c, orderFields) }
+func decodeInput(c *fiber.Ctx) (orderIn, error) { return decodeBody(c, orderFields) }
 
 // decodeBody reads a create or update request of a resource whose fields
 // are fs, by its Content-Type.
@@ -95,8 +155,8 @@ func decodeBody[T any](c *fiber.Ctx, fs fields[T]) (T, error) {
 }
 
 // decodeForm reads an order's form fields (CONTRACT §2).
-func decodeForm(kv [][2]string) (store.Input, error) {
-	var in store.Input
+func decodeForm(kv [][2]string) (orderIn, error) {
+	var in orderIn
 	err := orderFields.fromForm(&in, kv)
 	return in, err
 }
@@ -104,8 +164,8 @@ func decodeForm(kv [][2]string) (store.Input, error) {
 // decodeJSON reads an order as a JSON object with the field names of
 // CONTRACT §1. Syntax errors and wrong types are 400; values are checked
 // by the store.
-func decodeJSON(body []byte) (store.Input, error) {
-	var in store.Input
+func decodeJSON(body []byte) (orderIn, error) {
+	var in orderIn
 	obj, err := jsonObject(body)
 	if err != nil {
 		return in, err

@@ -48,7 +48,7 @@ func TestFormAndJSONReadAlike(t *testing.T) {
 	}
 }
 
-func dump(in store.Input) string {
+func dump(in orderIn) string {
 	s := func(p *string) string {
 		if p == nil {
 			return "(not sent)"

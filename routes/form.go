@@ -11,7 +11,7 @@ import (
 // orderForm is the New and Edit form, and the inline row form: the values
 // shown (the stored ones, or what the person typed), and the errors.
 type orderForm struct {
-	formState[store.Input]
+	formState[orderIn]
 	// R is the order resource: the form's id, its Cancel link.
 	R       *resource
 	New     bool
@@ -31,7 +31,7 @@ type orderForm struct {
 // fields as typed.
 type itemForm struct {
 	N      int
-	values store.ItemInput
+	values itemRow
 }
 
 // Number is the row's number as people count: N+1.
@@ -41,7 +41,7 @@ func newOrderForm(o *store.Order) *orderForm {
 	f := &orderForm{R: orderResource, New: o == nil, Action: orderResource.Path(), StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
 	f.fields = orderFields
 	pending, usd := string(store.Pending), "USD"
-	f.values = store.Input{Status: &pending, Currency: &usd}
+	f.values = orderIn{Input: store.Input{Status: &pending, Currency: &usd}}
 	if o != nil {
 		f.ID = o.ID
 		f.Action = orderResource.MemberPath(o.ID)
@@ -49,7 +49,7 @@ func newOrderForm(o *store.Order) *orderForm {
 		f.Version = o.Version
 		f.StatusOptions = append([]store.Status{o.Status}, o.Status.Next()...)
 		f.ItemsEditable = o.Status.ItemsEditable()
-		f.setItems(f.values.Items)
+		f.setItems(f.values.rows())
 	}
 	if f.ItemsEditable {
 		f.addBlankRows(1)
@@ -59,12 +59,12 @@ func newOrderForm(o *store.Order) *orderForm {
 
 // orderInput is a stored order as the request that would set every one
 // of its fields: what an Edit form starts from.
-func orderInput(o *store.Order) store.Input {
+func orderInput(o *store.Order) orderIn {
 	text := func(s string) *string { return &s }
-	in := store.Input{Customer: text(o.Customer), Email: text(o.Email), Status: text(string(o.Status)),
-		Currency: text(o.Currency), Notes: text(o.Notes), HasItems: true, Items: make([]store.ItemInput, len(o.Items))}
+	in := orderIn{Input: store.Input{Customer: text(o.Customer), Email: text(o.Email), Status: text(string(o.Status)),
+		Currency: text(o.Currency), Notes: text(o.Notes), HasItems: true, Items: make([]store.ItemInput, len(o.Items))}}
 	for i, it := range o.Items {
-		in.Items[i] = store.ItemInput{Index: i, SKU: it.SKU, Name: it.Name,
+		in.Items[i] = store.ItemInput{SKU: it.SKU, Name: it.Name,
 			Quantity: strconv.FormatInt(it.Quantity, 10), UnitPrice: it.UnitPrice.String()}
 	}
 	return in
@@ -72,13 +72,13 @@ func orderInput(o *store.Order) store.Input {
 
 // fill puts what a request sent over the form's values, so a form that is
 // shown again keeps everything the person typed.
-func (f *orderForm) fill(in store.Input) {
+func (f *orderForm) fill(in orderIn) {
 	f.formState.fill(in)
 	if in.Version != nil {
 		f.Version = *in.Version
 	}
 	if in.HasItems && f.ItemsEditable {
-		f.setItems(in.Items)
+		f.setItems(in.rows())
 		f.addBlankRows(1)
 	}
 }
@@ -89,11 +89,11 @@ func (f *orderForm) setErrors(errs map[string]string) { f.Errors = errs }
 // setConflict shows a 409's comparison and takes the stored version.
 func (f *orderForm) setConflict(c *conflictView, version int64) { f.Conflict, f.Version = c, version }
 
-// setItems makes the item rows those of items.
-func (f *orderForm) setItems(items []store.ItemInput) {
+// setItems makes the item rows those of rows.
+func (f *orderForm) setItems(rows []itemRow) {
 	f.Items = f.Items[:0]
-	for _, it := range items {
-		f.Items = append(f.Items, itemForm{N: it.Index, values: it})
+	for _, r := range rows {
+		f.Items = append(f.Items, itemForm{N: r.n, values: r})
 	}
 }
 
@@ -154,7 +154,7 @@ func (f *orderForm) addBlankRows(n int) {
 		next = max(next, it.N+1)
 	}
 	for i := 0; i < n && len(f.Items) < store.MaxItems; i++ {
-		f.Items = append(f.Items, itemForm{N: next + i, values: store.ItemInput{Index: next + i}})
+		f.Items = append(f.Items, itemForm{N: next + i, values: itemRow{n: next + i}})
 	}
 }
 

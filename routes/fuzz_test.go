@@ -1,7 +1,10 @@
 package routes
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 
 	"orders/store"
@@ -9,14 +12,27 @@ import (
 
 // checkInput holds for every decoded request: item indexes in range, and
 // validation never panics.
-func checkInput(t *testing.T, in store.Input) {
+func checkInput(t *testing.T, in orderIn) {
 	t.Helper()
-	for _, it := range in.Items {
-		if it.Index < 0 || it.Index > maxRowIndex {
-			t.Fatalf("item index %d out of range", it.Index)
+	if len(in.rowN) != len(in.Items) {
+		t.Fatalf("%d items but %d row numbers", len(in.Items), len(in.rowN))
+	}
+	for _, n := range in.rowN {
+		if n < 0 || n > maxRowIndex {
+			t.Fatalf("item index %d out of range", n)
 		}
 	}
-	_ = store.Validate(nil, in)
+	// Every message the store gives comes back under a row number sent.
+	err := in.requestErrors(&store.Error{Code: store.EINVALID, Fields: store.Validate(nil, in.Input)})
+	for k := range err.(*store.Error).Fields {
+		if strings.HasPrefix(k, "items[") && k != "items" {
+			var n int
+			var rest string
+			if _, e := fmt.Sscanf(k, "items[%d]%s", &n, &rest); e != nil || !slices.Contains(in.rowN, n) {
+				t.Fatalf("message key %q names no row the request sent (%v)", k, in.rowN)
+			}
+		}
+	}
 }
 
 // FuzzDecodeForm: any urlencoded body decodes to an error or to an input
@@ -44,9 +60,9 @@ func FuzzDecodeForm(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for i := 1; i < len(in.Items); i++ {
-			if in.Items[i].Index <= in.Items[i-1].Index {
-				t.Fatalf("items out of N order: %d then %d", in.Items[i-1].Index, in.Items[i].Index)
+		for i := 1; i < len(in.rowN); i++ {
+			if in.rowN[i] <= in.rowN[i-1] {
+				t.Fatalf("items out of N order: %d then %d", in.rowN[i-1], in.rowN[i])
 			}
 		}
 		checkInput(t, in)

@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,17 +32,28 @@ type orderHandlers struct {
 // orderMembers are the order's member routes (members.go) and what is the
 // order's own in them: the Idempotency-Key of a create, the forms for
 // programs with the statuses an order may move to, the 409's item diff.
-func orderMembers(s *store.Store) *members[store.Order, store.Input] {
-	return &members[store.Order, store.Input]{
+func orderMembers(s *store.Store) *members[store.Order, orderIn] {
+	return &members[store.Order, orderIn]{
 		R: orderResource, fields: orderFields,
-		store: memberStore[store.Order, store.Input]{get: s.Get, create: s.Create, update: s.Update, remove: s.Delete},
+		store: memberStore[store.Order, orderIn]{get: s.Get,
+			// The store knows items by their position; the answers name
+			// them by the row numbers the request used.
+			create: func(ctx context.Context, in orderIn) (*store.Order, error) {
+				o, err := s.Create(ctx, in.Input)
+				return o, in.requestErrors(err)
+			},
+			update: func(ctx context.Context, id int64, in orderIn, ifMatch int64) (*store.Order, error) {
+				o, err := s.Update(ctx, id, in.Input, ifMatch)
+				return o, in.requestErrors(err)
+			},
+			remove: s.Delete},
 		ident: func(o *store.Order) (int64, int64) { return o.ID, o.Version },
 		title: orderTitle,
 		page:  func(v *view, o *store.Order) { v.Order = o },
-		form: func(cur *store.Order) memberForm[store.Input] {
+		form: func(cur *store.Order) memberForm[orderIn] {
 			return newOrderForm(cur)
 		},
-		inVersion: func(in *store.Input) *int64 { return in.Version },
+		inVersion: func(in *orderIn) *int64 { return in.Version },
 		newNav:    "new",
 		// The creation form for programs: the fields and their defaults.
 		newJSON: func() any {
@@ -57,8 +69,11 @@ func orderMembers(s *store.Store) *members[store.Order, store.Input] {
 				"items_editable": o.Status.ItemsEditable(),
 			}
 		},
-		conflict:   newConflict,
-		createOnce: s.CreateOnce,
+		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView { return newConflict(cur, in.Input, row) },
+		createOnce: func(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
+			o, err := s.CreateOnce(ctx, key, fp, in.Input)
+			return o, in.requestErrors(err)
+		},
 		createNotice: func(fields map[string]string) *notice {
 			if msg := fields["idempotency_key"]; msg != "" {
 				return errorNotice("Idempotency-Key " + msg + ".")

@@ -155,9 +155,8 @@ func (o *Order) derive() {
 }
 
 // ItemInput is one item as a person or program sent it: raw text, checked by
-// Validate. Index is the N the request used (items[N][...]), kept for messages.
+// Validate.
 type ItemInput struct {
-	Index     int
 	SKU       string
 	Name      string
 	Quantity  string
@@ -185,8 +184,9 @@ var (
 	currencyRE = regexp.MustCompile(`^[A-Z]{` + strconv.Itoa(CurrencyLen) + `}$`)
 )
 
-// itemKey is the error key of an item field: items[N][field] (CONTRACT
-// §3), N the index the request used (ItemInput.Index).
+// itemKey is the error key of an item field: items[i][field] (CONTRACT
+// §3), i the item's position in Input.Items (a form's row numbers are the
+// HTTP layer's: routes gives the messages back under them).
 func itemKey(n int, field string) string {
 	return "items[" + strconv.Itoa(n) + "][" + field + "]"
 }
@@ -282,8 +282,8 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 			// no change; other items are refused.
 			items := make([]Item, 0, len(in.Items))
 			scratch := map[string]string{}
-			for _, it := range in.Items {
-				if item, ok := validateItem(it, scratch); ok {
+			for i, it := range in.Items {
+				if item, ok := validateItem(i, it, scratch); ok {
 					items = append(items, item)
 				}
 			}
@@ -294,8 +294,8 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 			errs["items"] = "at most " + strconv.Itoa(MaxItems) + " items"
 		} else {
 			o.Items = make([]Item, 0, len(in.Items))
-			for _, it := range in.Items {
-				item, ok := validateItem(it, errs)
+			for i, it := range in.Items {
+				item, ok := validateItem(i, it, errs)
 				if ok {
 					o.Items = append(o.Items, item)
 				}
@@ -309,27 +309,29 @@ func apply(cur *Order, in Input) (Order, map[string]string) {
 	return o, nil
 }
 
-func validateItem(it ItemInput, errs map[string]string) (Item, bool) {
+// validateItem checks item i of a request (its position in Input.Items,
+// which names it in the messages: items[i][field]).
+func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
 	n := len(errs)
 	var item Item
 	var msg string
 	if item.SKU, msg = checkSKU(it.SKU, false); msg != "" {
-		errs[itemKey(it.Index, "sku")] = msg
+		errs[itemKey(i, "sku")] = msg
 	}
 	if item.Name, msg = checkText(it.Name, MaxItemName, true, false); msg != "" {
-		errs[itemKey(it.Index, "name")] = msg
+		errs[itemKey(i, "name")] = msg
 	}
 	q := strings.TrimSpace(it.Quantity)
 	if !allDigits(q) || q == "" || len(q) > 9 {
-		errs[itemKey(it.Index, "quantity")] = msgQuantity
+		errs[itemKey(i, "quantity")] = msgQuantity
 	} else {
 		item.Quantity, _ = strconv.ParseInt(q, 10, 64)
 		if item.Quantity < 1 || item.Quantity > MaxQuantity {
-			errs[itemKey(it.Index, "quantity")] = msgQuantity
+			errs[itemKey(i, "quantity")] = msgQuantity
 		}
 	}
 	if item.UnitPrice, msg = checkPrice(it.UnitPrice); msg != "" {
-		errs[itemKey(it.Index, "unit_price")] = msg
+		errs[itemKey(i, "unit_price")] = msg
 	}
 	return item, len(errs) == n
 }

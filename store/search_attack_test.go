@@ -31,8 +31,8 @@ func attackSKUs(skus ...string) func(*store.Input) {
 	return func(in *store.Input) {
 		in.HasItems = true
 		in.Items = nil
-		for i, s := range skus {
-			in.Items = append(in.Items, store.ItemInput{Index: i, SKU: s, Name: "thing", Quantity: "1", UnitPrice: "1.00"})
+		for _, s := range skus {
+			in.Items = append(in.Items, store.ItemInput{SKU: s, Name: "thing", Quantity: "1", UnitPrice: "1.00"})
 		}
 	}
 }
@@ -46,10 +46,10 @@ func attackPrice(cents int64) func(*store.Input) {
 		in.HasItems = true
 		in.Items = nil
 		if q > 0 {
-			in.Items = append(in.Items, store.ItemInput{Index: 0, Name: "big", Quantity: strconv.FormatInt(q, 10), UnitPrice: store.Money(max).String()})
+			in.Items = append(in.Items, store.ItemInput{Name: "big", Quantity: strconv.FormatInt(q, 10), UnitPrice: store.Money(max).String()})
 		}
 		if r > 0 {
-			in.Items = append(in.Items, store.ItemInput{Index: len(in.Items), Name: "rest", Quantity: "1", UnitPrice: store.Money(r).String()})
+			in.Items = append(in.Items, store.ItemInput{Name: "rest", Quantity: "1", UnitPrice: store.Money(r).String()})
 		}
 	}
 }

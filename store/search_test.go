@@ -242,8 +242,8 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 					in.Email = ptr(strings.ToLower(strings.ReplaceAll(word(), "'", "")) + "." + strings.ToLower(strings.ReplaceAll(word(), "'", "")) + "@example.com")
 				}
 				in.HasItems = true
-				for i := range rnd.IntN(4) {
-					in.Items = append(in.Items, store.ItemInput{Index: i, SKU: searchSKUs[rnd.IntN(len(searchSKUs))],
+				for range rnd.IntN(4) {
+					in.Items = append(in.Items, store.ItemInput{SKU: searchSKUs[rnd.IntN(len(searchSKUs))],
 						Name: "thing", Quantity: strconv.Itoa(1 + rnd.IntN(3)), UnitPrice: strconv.Itoa(rnd.IntN(3)) + ".50"})
 				}
 				return in
@@ -323,7 +323,7 @@ func TestSearchFoldsUnicode(t *testing.T) {
 			c := f.create(t, "José O'Brien-Smith")
 			d := f.create(t, "Ann", func(in *store.Input) {
 				in.HasItems = true
-				in.Items = []store.ItemInput{{SKU: "KBD-60", Name: "k", Quantity: "1", UnitPrice: "1"}, {Index: 1, SKU: "KBD-61", Name: "k", Quantity: "1", UnitPrice: "1"}}
+				in.Items = []store.ItemInput{{SKU: "KBD-60", Name: "k", Quantity: "1", UnitPrice: "1"}, {SKU: "KBD-61", Name: "k", Quantity: "1", UnitPrice: "1"}}
 			})
 			for _, c := range []struct {
 				q    string
