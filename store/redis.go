@@ -28,6 +28,9 @@ type Store struct {
 	log     *slog.Logger
 	ready   readyCache
 	keys    indexNames
+	// seen is when this instance's reconciler first saw each pending
+	// intent: its age by this clock, whatever the writer's clock says.
+	seen intentsSeen
 }
 
 // indexNames are the index keys with the prefix, made once (a write or a

@@ -69,7 +69,13 @@ func repairKind[T any](ctx context.Context, s *Store, k *kind[T], fix bool, r *R
 				return err
 			}
 		}
-		return settle(ctx, s, k, id, stale)
+		touched, err := settleAll(ctx, s, k, id, stale)
+		if err != nil && k.sharded(s) {
+			// Entries it may have written (of a state a write replaced
+			// meanwhile) that no intent names: named now.
+			_ = s.intentAgain(ctx, k.name, id, touched)
+		}
+		return err
 	}
 
 	// Every record is in every index it belongs in.

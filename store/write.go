@@ -28,6 +28,20 @@ import (
 // settles the indexes from the record itself and deletes the intent. An
 // intent left behind (a crash, a timeout, a lost race) is settled by
 // Reconcile within a few seconds: every index change is recoverable.
+//
+// Three rules make that hold whatever the timing (a stalled writer,
+// orders -repair taking over fresh intents, clocks that disagree):
+//   - a settle touches only the entries its intents name, so an intent left
+//     behind names everything its writer's settle may have written;
+//   - the reconciler may take an intent over before its writer's
+//     transaction ran: it fences the record and marks the intent's token
+//     taken, and a writer whose token is taken never commits under it (see
+//     fence);
+//   - a settle that fails records its intents again (intentAgain): a
+//     writer and the reconciler that took its intent over may settle side
+//     by side, and the first to succeed deletes the intent.
+// An intent's age is measured by the reconciler's own clock, never by the
+// writer's.
 
 // ixEntry is one index entry: a member of a sorted set.
 type ixEntry struct {
@@ -127,10 +141,24 @@ func (s *Store) recordKey(name string, id int64) string {
 // "<kind>:<id>:<token>", value an encoded intent.
 func (s *Store) intentsKey() string { return s.prefix + "ix:intents" }
 
+// takenKey is the key that says the reconciler took over the intent with
+// token of the record at key: same hash tag, same slot as the record, so a
+// writer reads it beside the record under its WATCH.
+func takenKey(key, token string) string { return key + ":taken:" + token }
+
+// takenTTL is how long a taken mark lives: far longer than a writer may
+// take from its intent to its WATCH (it gives the intent up past
+// watchWithin by its own clock).
+const takenTTL = time.Minute
+
+// watchWithin is how long after recording its intent a writer may still
+// WATCH the record under it, by its own clock; later, it starts over.
+const watchWithin = 500 * time.Millisecond
+
 // intent is the index entries a record had and will have, recorded before
 // its transaction; the score is not needed to remove an entry.
 type intent struct {
-	At    int64       `json:"t"` // Unix milliseconds
+	At    int64       `json:"t"` // Unix milliseconds, by the writer's clock: for people reading the hash, not for the reconciler
 	Stale [][2]string `json:"e"` // key, member
 }
 
@@ -168,7 +196,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 		var (
 			ch            Change[T]
 			before, after []ixEntry
-			field         string
+			field, token  string
 			planned       *T
 			intentAt      time.Time
 		)
@@ -196,7 +224,8 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			}
 			planned = cur
 			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
-			field = k.name + ":" + idText + ":" + newToken()
+			token = newToken()
+			field = k.name + ":" + idText + ":" + token
 			intentAt = time.Now()
 			if err := s.recordIntent(ctx, field, before, after); err != nil {
 				// It may have been written: the reconciler drops it harmlessly.
@@ -205,9 +234,12 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 		}
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			var hc *redis.MapStringStringCmd
-			var gone *redis.IntCmd
+			var gone, taken *redis.IntCmd
 			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 				hc, gone = p.HGetAll(ctx, key), p.Exists(ctx, tomb)
+				if sharded {
+					taken = p.Exists(ctx, takenKey(key, token))
+				}
 				return nil
 			}); err != nil && !errors.Is(err, redis.Nil) {
 				return err
@@ -218,11 +250,17 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				if !sameVersion(k, planned, cur) {
 					return redis.TxFailedErr // changed since the intent was written: again
 				}
-				if time.Since(intentAt) > reconcileAge/2 {
-					// The reconciler may take an intent over once it is
-					// reconcileAge old, fencing the record only then: a
-					// WATCH this late might come after its fence and its
-					// settle. A fresh intent, then.
+				if taken.Val() > 0 {
+					// The reconciler took the intent over before this
+					// WATCH: it settled the record as it was and deleted
+					// (or will delete) the intent, so a transaction under
+					// it could be left with no intent. A fresh one, then.
+					return redis.TxFailedErr
+				}
+				if time.Since(intentAt) > watchWithin {
+					// By this writer's own clock, whatever the others say:
+					// the taken mark lives takenTTL, so a WATCH very late
+					// might no longer see it. A fresh intent, then.
 					return redis.TxFailedErr
 				}
 			}
@@ -311,9 +349,15 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 			stale := append(before, after...)
 			if err := settle(ctx, s, k, id, stale); err == nil {
 				s.rdb.HDel(ctx, s.intentsKey(), field)
+			} else {
+				// The write happened and the intent stays for the
+				// reconciler: the write is still a success. But the
+				// reconciler may have taken the intent over and deleted it
+				// while this settle was on its way, and this settle may
+				// then have written entries of a state that is no more:
+				// the intent again.
+				_ = s.intentAgain(ctx, k.name, id, stale)
 			}
-			// Else the write happened and the intent stays for the
-			// reconciler: the write is still a success.
 		}
 		return ch, nil
 	}
@@ -372,6 +416,18 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// intentAgain records an intent naming entries under a new token (the
+// reconciler deletes only the fields it read), even past ctx's end: for a
+// settle that failed after it may have written them, while someone else
+// may have deleted the intent that named them (a writer and a reconciler
+// that took its intent over settle side by side, and the first to succeed
+// deletes it).
+func (s *Store) intentAgain(ctx context.Context, name string, id int64, entries []ixEntry) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	return s.recordIntent(rctx, name+":"+strconv.FormatInt(id, 10)+":"+newToken(), entries, nil)
+}
+
 func (s *Store) recordIntent(ctx context.Context, field string, before, after []ixEntry) error {
 	in := intent{At: time.Now().UnixMilli()}
 	for _, es := range [][]ixEntry{before, after} {
@@ -383,19 +439,36 @@ func (s *Store) recordIntent(ctx context.Context, field string, before, after []
 	return s.rdb.HSet(ctx, s.intentsKey(), field, b).Err()
 }
 
-// settle makes record id's index entries match the record as it is now:
-// the entries it belongs in are added, and the stale ones (entries of
-// states it had or was meant to have) that it does not belong in are
-// removed. It reads the version again after and goes round while the
-// record keeps changing, so whichever settle runs last leaves the indexes
-// right: a write that lands after this one's check is settled by its own
-// writer (or by the reconciler). It is idempotent.
+// settle makes the index entries stale names (entries of states record id
+// had or was meant to have: its intents') match the record as it is now:
+// those it belongs in are added with their score, the others removed. It
+// touches no other entry, so the intents that name stale name everything
+// it may have written, even when it fails half way after a pipeline that
+// landed late (the entries of a state a later write replaced and settled);
+// the entries of the current state that stale does not name are its own
+// writer's to add. It reads the version again after and goes round while
+// the record keeps changing, so whichever settle runs last leaves the
+// entries it names right: a write that lands after this one's check is
+// settled by its own writer (or by the reconciler). It is idempotent.
 func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry) error {
+	_, err := settleEntries(ctx, s, k, id, stale, false)
+	return err
+}
+
+// settleAll is settle that also adds every entry the record belongs in,
+// named or not: Repair's, for entries missing with no intent to name them.
+// When it fails it returns the entries it may have written.
+func settleAll[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry) ([]ixEntry, error) {
+	return settleEntries(ctx, s, k, id, stale, true)
+}
+
+func settleEntries[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry, all bool) ([]ixEntry, error) {
 	key := k.key(s, id)
+	stale = slices.Clip(stale) // appended to below: never into the caller's array
 	for range 20 {
 		h, err := s.rdb.HGetAll(ctx, key).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
+			return stale, err
 		}
 		// The raw version field, not the decoded one: a damaged record
 		// (no entries wanted) still has a version to compare.
@@ -403,6 +476,14 @@ func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []
 		var want []ixEntry
 		if cur, ok := k.decode(id, h); ok {
 			want = k.entries(s, cur)
+			if !all {
+				want = slices.DeleteFunc(want, func(e ixEntry) bool { return !hasMember(stale, e) })
+			}
+		}
+		if all {
+			// Named from now on: removed in a later round if the record
+			// moves on, and returned if this one fails.
+			stale = append(stale, want...)
 		}
 		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, e := range stale {
@@ -422,18 +503,17 @@ func settle[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []
 			return nil
 		})
 		if err != nil {
-			return err
+			return stale, err
 		}
 		v, err := s.rdb.HGet(ctx, key, k.versionField).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
+			return stale, err
 		}
 		if v == version {
-			return nil
+			return stale, nil
 		}
-		stale = append(stale, want...)
 	}
-	return errors.New("the record kept changing while its index entries were settled")
+	return stale, errors.New("the record kept changing while its index entries were settled")
 }
 
 // hasMember reports whether es has e's key and member (whatever the score):
@@ -449,13 +529,20 @@ func hasMember(es []ixEntry, e ixEntry) bool {
 
 // fence makes any transaction still on its way to record key fail: a
 // no-op write (add and remove a field, in one MULTI) touches the key, and
-// a WATCH on it then aborts the EXEC. A writer's intent exists only after
-// its WATCH ran, so once the reconciler has fenced a record, the record
-// can no longer change behind its back by that writer.
-func (s *Store) fence(ctx context.Context, key string) error {
+// a WATCH on it then aborts the EXEC. The writer records its intent before
+// its WATCH, so a writer of one of the intents being taken over may WATCH
+// after the fence: the same MULTI marks each of their tokens taken
+// (takenKey), and such a writer sees the mark under its WATCH and starts
+// over with a fresh intent. Either way, once the reconciler has fenced a
+// record, no writer of the intents it took over can change it any more:
+// its settle sees every transaction of theirs, and it may delete them.
+func (s *Store) fence(ctx context.Context, key string, tokens ...string) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key, "_fence", "1")
 		p.HDel(ctx, key, "_fence")
+		for _, t := range tokens {
+			p.Set(ctx, takenKey(key, t), "1", takenTTL)
+		}
 		return nil
 	})
 	return err
@@ -474,9 +561,48 @@ func (k *kind[T]) settleRecord(ctx context.Context, s *Store, id int64, stale []
 // kinds lists every stored resource by its key prefix.
 var kinds = map[string]settler{}
 
-// reconcileAge is how old an intent must be before the reconciler takes
-// it over from its writer, which normally deletes it within milliseconds.
-const reconcileAge = time.Second
+// reconcileAge is how long the reconciler must have seen an intent before
+// it takes it over from its writer, which normally deletes it within
+// milliseconds: a little under its one-second interval, so that it takes
+// over on the pass after the one that first saw it.
+const reconcileAge = 900 * time.Millisecond
+
+// intentsSeen remembers when this instance first saw each pending intent:
+// an intent's age is measured by the reconciler's own clock. The time in
+// the intent is its writer's clock: one ahead would make an intent left
+// behind look young for as long as the skew (past the 5 s), one behind
+// would make every fresh intent look old and be taken over while its
+// writer is still at work.
+type intentsSeen struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// since returns, for each field, how long ago this instance first saw it,
+// and forgets the fields no longer pending.
+func (x *intentsSeen) since(fields map[string]string) map[string]time.Duration {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	now := time.Now()
+	if x.at == nil {
+		x.at = map[string]time.Time{}
+	}
+	for f := range x.at {
+		if _, ok := fields[f]; !ok {
+			delete(x.at, f)
+		}
+	}
+	out := make(map[string]time.Duration, len(fields))
+	for f := range fields {
+		at, ok := x.at[f]
+		if !ok {
+			at = now
+			x.at[f] = now
+		}
+		out[f] = now.Sub(at)
+	}
+	return out
+}
 
 // Reconcile settles the intents that writers left behind, every interval
 // (a second when 0) until ctx ends. Only a Cluster leaves intents; every
@@ -491,15 +617,17 @@ func (s *Store) Reconcile(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		// A pass at once too: the intents pending at start are seen then,
+		// and taken over on the next pass.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if _, err := s.reconcileOnce(rctx, reconcileAge); err != nil && ctx.Err() == nil {
+			s.log.Warn("settling index intents", "err", err)
+		}
+		cancel()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if _, err := s.reconcileOnce(rctx, reconcileAge); err != nil && ctx.Err() == nil {
-				s.log.Warn("settling index intents", "err", err)
-			}
-			cancel()
 		}
 	}
 }
@@ -516,14 +644,15 @@ func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, e
 		name   string
 		id     int64
 		fields []string
+		tokens []string
 		stale  []ixEntry
 	}
 	byRecord := map[string]*record{}
-	now := time.Now().UnixMilli()
+	seen := s.seen.since(all)
 	for field, v := range all {
 		var in intent
 		name, rest, _ := strings.Cut(field, ":")
-		idText, _, _ := strings.Cut(rest, ":")
+		idText, token, _ := strings.Cut(rest, ":")
 		id, okID := ParseID(idText)
 		_, okKind := kinds[name]
 		if json.Unmarshal([]byte(v), &in) != nil || !okID || !okKind {
@@ -531,7 +660,7 @@ func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, e
 			s.rdb.HDel(ctx, s.intentsKey(), field)
 			continue
 		}
-		if now-in.At < minAge.Milliseconds() {
+		if seen[field] < minAge {
 			continue
 		}
 		key := s.recordKey(name, id)
@@ -541,6 +670,7 @@ func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, e
 			byRecord[key] = r
 		}
 		r.fields = append(r.fields, field)
+		r.tokens = append(r.tokens, token)
 		for _, e := range in.Stale {
 			r.stale = append(r.stale, ixEntry{Key: e[0], Member: e[1]})
 		}
@@ -558,12 +688,16 @@ func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, e
 			defer wg.Done()
 			for r := range work {
 				key := s.recordKey(r.name, r.id)
-				err := s.fence(ctx, key)
+				err := s.fence(ctx, key, r.tokens...)
 				if err == nil {
 					err = kinds[r.name].settleRecord(ctx, s, r.id, r.stale)
 				}
 				if err == nil {
 					err = s.rdb.HDel(ctx, s.intentsKey(), r.fields...).Err()
+				} else if s.intentsGone(ctx, r.fields) {
+					// A writer that settled beside this settle deleted its
+					// intent: this settle may have written entries it named.
+					_ = s.intentAgain(ctx, r.name, r.id, r.stale)
 				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
@@ -581,6 +715,23 @@ func (s *Store) reconcileOnce(ctx context.Context, minAge time.Duration) (int, e
 	close(work)
 	wg.Wait()
 	return done, firstErr
+}
+
+// intentsGone reports whether any of fields is no longer in the intents
+// hash (true when it cannot tell).
+func (s *Store) intentsGone(ctx context.Context, fields []string) bool {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	vs, err := s.rdb.HMGet(rctx, s.intentsKey(), fields...).Result()
+	if err != nil {
+		return true
+	}
+	for _, v := range vs {
+		if v == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // damaged reports a record hash that cannot be read: it is skipped (as if
