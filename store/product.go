@@ -270,6 +270,17 @@ func (s *Store) CreateProduct(ctx context.Context, in ProductInput) (*Product, e
 	if errs != nil {
 		return nil, &Error{Code: EINVALID, Message: "the product has invalid values", Fields: errs}
 	}
+	// A SKU already held is refused before an id is drawn, so a refused
+	// create changes nothing (it used to advance the id counter). The
+	// write checks the claim again under WATCH: of creates racing for one
+	// SKU, only one can win there.
+	owner, err := s.rdb.Get(ctx, s.skuClaim(p.SKU)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	if id, ok := ParseID(owner); ok {
+		return nil, productKind.claimTaken(&p, s.skuClaim(p.SKU), id)
+	}
 	for range 100 {
 		id, err := s.rdb.Incr(ctx, s.prefix+"seq:{p}").Result()
 		if err != nil {
@@ -293,7 +304,9 @@ func (s *Store) CreateProduct(ctx context.Context, in ProductInput) (*Product, e
 // UpdateProduct applies in to product id, with the same version checks as
 // Update; a change that changes nothing keeps the version.
 func (s *Store) UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error) {
+	var seen *Product // the product as the last attempt read it
 	ch, err := write(ctx, s, productKind, id, func(cur *Product) (*Product, error) {
+		seen = cur
 		if err := checkVersions(cur, id, ifMatch, in.Version); err != nil {
 			return nil, err
 		}
@@ -308,6 +321,13 @@ func (s *Store) UpdateProduct(ctx context.Context, id int64, in ProductInput, if
 		p.UpdatedAt = s.now().UTC().Truncate(time.Second)
 		return &p, nil
 	})
+	if se, ok := err.(*Error); ok && se.Code == EINVALID && se.Current == nil && seen != nil {
+		// A SKU another product holds (claimTaken, checked after fn): the
+		// error carries the stored product like every other invalid
+		// change, so the form shown again is this product's Edit form
+		// (or its row), never the New form.
+		se.Current = seen
+	}
 	if err != nil {
 		return nil, err
 	}
