@@ -239,6 +239,144 @@ func badCases() []badCase {
 	return cs
 }
 
+// productBadCases are the malformed product requests (CONTRACT §9: the
+// same limits and robustness rules as orders); /products/1 exists, with
+// the SKU EXIST-1.
+func productBadCases() []badCase {
+	var cs []badCase
+	add := func(c badCase) { c.name = "product: " + c.name; cs = append(cs, c) }
+	body := func(v any) []byte {
+		if s, ok := v.(string); ok {
+			return []byte(s)
+		}
+		return jsonOf(v)
+	}
+	j := func(name string, v any, want int, msg string) {
+		add(badCase{name: "POST json " + name, method: http.MethodPost, path: "/products", ctype: ctJSON, body: body(v), want: want, msg: msg})
+	}
+	ju := func(name string, v any, want int, msg string) {
+		add(badCase{name: "PUT json " + name, method: http.MethodPut, path: "/products/1", ctype: ctJSON, body: body(v), want: want, msg: msg})
+	}
+	f := func(name string, want int, msg string, kv ...string) {
+		add(badCase{name: "POST form " + name, method: http.MethodPost, path: "/products", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+	}
+	fu := func(name string, want int, msg string, kv ...string) {
+		add(badCase{name: "PUT form " + name, method: http.MethodPut, path: "/products/1", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+	}
+	valid := func(field string, v any) map[string]any {
+		b := map[string]any{"sku": "NEW-1", "name": "New", "unit_price": "1.00"}
+		b[field] = v
+		return b
+	}
+	mib := strings.Repeat("x", 1<<20)
+
+	// Too large.
+	j("over 1 MiB", `{"sku":"BIG","name":"`+mib+`","unit_price":"1"}`, 413, "1 MiB")
+	f("over 1 MiB", 413, "1 MiB", "sku", "BIG", "name", mib, "unit_price", "1")
+	ct, mp := multipartOf("name", mib)
+	add(badCase{name: "PUT multipart over 1 MiB", method: http.MethodPut, path: "/products/1", ctype: ct, body: mp, want: 413, msg: "1 MiB"})
+	add(badCase{name: "DELETE with a body over 1 MiB", method: http.MethodDelete, path: "/products/1", ctype: ctForm, body: formOf("version", "1", "pad", mib), want: 413, msg: "1 MiB"})
+
+	// Deep nesting and huge arrays.
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	j("10000-deep array as name", `{"sku":"A","name":`+deep+`,"unit_price":"1"}`, 400, "")
+	j("10000-deep object as sku", `{"sku":`+strings.Repeat(`{"a":`, 10000)+"1"+strings.Repeat("}", 10000)+`}`, 400, "")
+	j("10000-deep array as active", `{"sku":"A","name":"x","unit_price":"1","active":`+deep+`}`, 400, "")
+	j("100000 numbers as unit_price", `{"sku":"A","name":"x","unit_price":[`+strings.TrimSuffix(strings.Repeat("1,", 100000), ",")+`]}`, 400, "unit_price")
+
+	// Wrong JSON types: 400, never 422 or 500.
+	j("sku a number", valid("sku", 60), 400, "sku")
+	j("sku null and name an array", `{"sku":null,"name":["x"],"unit_price":"1"}`, 400, "name")
+	j("name an object", valid("name", map[string]any{"en": "x"}), 400, "name")
+	j("unit_price a bool", valid("unit_price", true), 400, "unit_price")
+	j("unit_price an object", valid("unit_price", map[string]any{}), 400, "unit_price")
+	j("currency a number", valid("currency", 840), 400, "currency")
+	for _, v := range []any{"true", "false", 1, 0, "yes", []any{true}, map[string]any{}} {
+		j(fmt.Sprintf("active %v (%T)", v, v), valid("active", v), 400, "must be true or false")
+	}
+	ju("active a string", `{"active":"false"}`, 400, "must be true or false")
+	for _, b := range []string{"", "null", "[]", `"KBD"`, "42", `{"sku":"A"}{}`, `{"sku":"A"`, `{"sku":"A"}]`, `{sku:"A"}`, "{\"sku\":\"\xff\"}"} {
+		j(fmt.Sprintf("body %q", b), b, 400, "")
+	}
+
+	// Invalid values of the right type: 422 naming the field.
+	j("no sku", map[string]any{"name": "x", "unit_price": "1"}, 422, "is required")
+	j("no name", map[string]any{"sku": "A", "unit_price": "1"}, 422, "is required")
+	j("no unit_price", map[string]any{"sku": "A", "name": "x"}, 422, "is required")
+	j("an empty object", `{}`, 422, "is required")
+	for _, sku := range []string{"bad sku", "bad!", "ÉTÉ", "a/b", "a\\u0000b", strings.Repeat("S", 65), "AB\u202eC"} {
+		j("sku "+sku, `{"sku":"`+sku+`","name":"x","unit_price":"1"}`, 422, "")
+	}
+	j("201-char name", valid("name", strings.Repeat("n", 201)), 422, "at most 200")
+	j("201 two-byte characters in name", valid("name", strings.Repeat("é", 201)), 422, "at most 200")
+	j("a name of invisible characters", valid("name", "\u200b\ufeff"), 422, "is required")
+	j("a bidi override in name", valid("name", "evil\u202eeman"), 422, "bidirectional")
+	j("a control character in name", valid("name", "a\u0007b"), 422, "control characters")
+	for _, p := range []string{`"1e5"`, `"NaN"`, `"0x10"`, `"Infinity"`, `"-0.01"`, `"19.999"`, `19.999`, `"1000000.01"`, `1e400`, `"1,50"`, `" "`, `-1`} {
+		j("unit_price "+p, `{"sku":"P","name":"x","unit_price":`+p+`}`, 422, "")
+	}
+	for _, c := range []string{"€", "US", "dollars", "U2D", ""} {
+		j("currency "+c, valid("currency", c), 422, "three-letter ISO 4217")
+	}
+	for _, sku := range []string{"EXIST-1", "exist-1", " Exist-1 "} {
+		j("duplicate SKU "+sku, valid("sku", sku), 422, "is already the SKU of product 1")
+		f("duplicate SKU "+sku, 422, "is already the SKU of product 1", "sku", sku, "name", "Dup", "unit_price", "1")
+	}
+	f("a blank name", 422, "is required", "sku", "F", "name", " ", "unit_price", "1")
+	f("a price of three decimals", 422, "two decimals", "sku", "F", "name", "x", "unit_price", "1.001")
+	ju("a blank SKU", map[string]any{"sku": ""}, 422, "is required")
+	ju("a blank name", map[string]any{"name": " "}, 422, "is required")
+
+	// A form's checkbox is true or false.
+	for _, v := range []string{"yes", "", "2", "checked"} {
+		f(fmt.Sprintf("active %q", v), 400, "active must be true or false", "sku", "F", "name", "x", "unit_price", "1", "active", v)
+	}
+
+	// Versions.
+	for _, v := range []string{`"abc"`, `"1"`, "0", "-1", "1.5", "1e400", "null2", "true"} {
+		ju("version "+v, `{"name":"V","version":`+v+`}`, 400, "")
+	}
+	for _, v := range []string{"abc", "0", "-1", "1.0", " ", "99999999999999999999"} {
+		fu(fmt.Sprintf("version %q", v), 400, "version", "name", "V", "version", v)
+	}
+	for _, v := range []string{"abc", "0", "", "1.5"} {
+		add(badCase{name: fmt.Sprintf("DELETE ?version=%q", v), method: http.MethodDelete, path: "/products/1?version=" + url.QueryEscape(v), want: 400, msg: "version"})
+	}
+	ju("a stale version", map[string]any{"name": "V", "version": 99}, 409, "")
+	add(badCase{name: "DELETE a stale version", method: http.MethodDelete, path: "/products/1?version=2", want: 409})
+	add(badCase{name: "DELETE a stale version in JSON", method: http.MethodDelete, path: "/products/1", ctype: ctJSON, body: []byte(`{"version":7}`), want: 409})
+	add(badCase{name: "PUT If-Match of another product", method: http.MethodPut, path: "/products/1", ctype: ctJSON,
+		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"p2v1-json"`}})
+	add(badCase{name: "PUT If-Match of order 1", method: http.MethodPut, path: "/products/1", ctype: ctJSON,
+		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"o1v1-json"`}})
+	add(badCase{name: "DELETE If-Match garbage", method: http.MethodDelete, path: "/products/1", want: 412, h: testutil.H{"If-Match": "garbage"}})
+
+	// _method overrides.
+	for _, m := range []string{"PATCH", "GET", "POST", "PUT\x00", "DELETE ME"} {
+		add(badCase{name: fmt.Sprintf("POST raw form _method %q", m), method: http.MethodPost, path: "/products/1", ctype: ctForm,
+			body: []byte("_method=" + url.QueryEscape(m) + "&name=M"), want: 400, msg: "_method"})
+	}
+	add(badCase{name: "POST json with _method DELETE", method: http.MethodPost, path: "/products/1", ctype: ctJSON, body: []byte(`{"_method":"DELETE"}`), want: 405})
+	add(badCase{name: "POST query ?_method=DELETE", method: http.MethodPost, path: "/products/1?_method=DELETE", ctype: ctJSON, body: []byte(`{"name":"M"}`), want: 405})
+	add(badCase{name: "multipart garbage", method: http.MethodPost, path: "/products", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("this is not multipart at all"), want: 400, msg: "multipart"})
+
+	// Content-Type missing or garbled.
+	for _, ct := range []string{"", "text/plain", "application/jso n", "application/xml", "text/html"} {
+		add(badCase{name: fmt.Sprintf("POST Content-Type %q", ct), method: http.MethodPost, path: "/products", ctype: ct,
+			body: []byte(`{"sku":"CT","name":"x","unit_price":"1"}`), want: 415})
+	}
+	add(badCase{name: "PUT without Content-Type", method: http.MethodPut, path: "/products/1", body: []byte(`{"name":"CT"}`), want: 415})
+
+	// Odd ids in the path.
+	for _, p := range []string{"1%00", "..%2f", "99999999999999999999", "0", "01", "-1", "1.0", "1e3", "%31", "2", "１"} {
+		add(badCase{name: "GET /products/" + p, method: http.MethodGet, path: "/products/" + p, want: 404})
+		add(badCase{name: "PUT /products/" + p, method: http.MethodPut, path: "/products/" + p, ctype: ctJSON, body: []byte(`{"name":"Path"}`), want: 0})
+		add(badCase{name: "DELETE /products/" + p, method: http.MethodDelete, path: "/products/" + p, want: 0})
+	}
+	return cs
+}
+
 // checkMessage checks a 4xx answer is in the representation asked for and
 // says what is wrong.
 func checkMessage(t *testing.T, what string, r *testutil.Resp, wantJSON bool, msg string) {
@@ -288,10 +426,12 @@ func TestBadInput(t *testing.T) {
 
 	send(t, app, http.MethodPost, "/orders", ctJSON,
 		jsonOf(map[string]any{"customer": "Existing", "items": []any{item("Cup", 2, "3.50")}}), testutil.HJSON).WantStatus(t, 201)
+	send(t, app, http.MethodPost, "/products", ctJSON,
+		jsonOf(map[string]any{"sku": "EXIST-1", "name": "Existing", "unit_price": "3.50"}), testutil.HJSON).WantStatus(t, 201)
 	before := mr.Dump()
 
 	tried, changed, perStatus := 0, 0, map[int]int{}
-	for _, c := range badCases() {
+	for _, c := range append(badCases(), productBadCases()...) {
 		for _, rep := range []struct {
 			name string
 			h    testutil.H
@@ -330,7 +470,24 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("after the malformed requests: %d orders, order 1 at version %d named %q with %d items; want 1 order, version 1, \"Existing\", 1 item",
 			l.Total, o.Version, o.Customer, len(o.Items))
 	}
-	t.Logf("%d malformed requests (%d cases × JSON, page, htmx): answers %v; Redis unchanged after every one", tried, tried/3, perStatus)
+	var pl struct {
+		Total int64 `json:"total"`
+	}
+	send(t, app, http.MethodGet, "/products", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &pl)
+	p := send(t, app, http.MethodGet, "/products/1", "", nil, testutil.HJSON).WantStatus(t, 200).Object(t)
+	if pl.Total != 1 || p["version"] != float64(1) || p["sku"] != "EXIST-1" || p["active"] != true {
+		t.Fatalf("after the malformed requests: %d products, product 1 %v; want 1 product, EXIST-1 at version 1, active", pl.Total, p)
+	}
+	// A new product is still numbered 2: no refused create used an id.
+	var created struct {
+		ID int64 `json:"id"`
+	}
+	send(t, app, http.MethodPost, "/products", ctJSON, jsonOf(map[string]any{"sku": "AFTER", "name": "After", "unit_price": "1"}), testutil.HJSON).
+		WantStatus(t, 201).JSON(t, &created)
+	if created.ID != 2 {
+		t.Errorf("the first product after the malformed requests is %d, want 2", created.ID)
+	}
+	t.Logf("%d malformed requests (%d cases × JSON, page, htmx; orders and products): answers %v; Redis unchanged after every one", tried, tried/3, perStatus)
 }
 
 // TestBadInputOverHTTP sends the malformed requests that fasthttp itself

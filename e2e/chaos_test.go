@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"orders/testutil"
 	"os"
 	"os/exec"
 	"sort"
@@ -16,6 +15,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"orders/store"
+	"orders/testutil"
 )
 
 // chaosDuration is how long the chaos load runs: ORDERS_CHAOS_SECONDS
@@ -40,11 +44,14 @@ type acked struct {
 	hot       []int64
 	counts    map[string]int
 	problems  []string // what the load itself saw go wrong (a stale version accepted, ...)
+	// products is what the product writers running beside the order
+	// writers were told (productStep).
+	products *ackedProducts
 }
 
 func newAcked() *acked {
 	return &acked{orders: map[int64]orderJSON{}, deleted: map[int64]string{}, maybeGone: map[int64]bool{},
-		names: map[int64]map[string]bool{}, counts: map[string]int{}}
+		names: map[int64]map[string]bool{}, counts: map[string]int{}, products: newAckedProducts()}
 }
 
 func (a *acked) count(what string) {
@@ -90,15 +97,21 @@ func (a *acked) pick(rnd *rand.Rand) int64 {
 	return a.hot[rnd.IntN(len(a.hot))]
 }
 
+// productWorkers is how many product writers run beside a chaos run's
+// order writers (CONTRACT §9: products pass the same suites).
+const productWorkers = 4
+
 // chaos runs workers against the app instances at bases for d: creates,
 // renames, item changes and status changes with a fresh version, PUTs with
 // a stale one, and DELETEs racing PUTs of the same order, all on a small
-// set of hot orders so that writers collide.
+// set of hot orders so that writers collide; and beside them
+// productWorkers product writers doing the same to products whose SKUs
+// come from a small pool, so that writers collide on SKUs too.
 func chaos(t *testing.T, bases func() []string, workers int, d time.Duration) *acked {
 	a := newAcked()
 	stop := time.Now().Add(d)
 	var wg sync.WaitGroup
-	for w := range workers {
+	for w := range workers + productWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -106,12 +119,136 @@ func chaos(t *testing.T, bases func() []string, workers int, d time.Duration) *a
 			for i := 0; time.Now().Before(stop); i++ {
 				bs := bases()
 				base := bs[rnd.IntN(len(bs))]
-				chaosStep(a, base, rnd, w, i)
+				if w >= workers {
+					productStep(a.products, base, rnd, w, i)
+				} else {
+					chaosStep(a, base, rnd, w, i)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return a
+}
+
+// productStep is one product write of a chaos run: a create (of a SKU
+// from a pool of 40, in any case: it may be taken), a change of name and
+// price, of SKU or of active with a fresh version, a change with a stale
+// one (never accepted), or a DELETE racing a PUT of the same version
+// (never both accepted).
+func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
+	path := func(id int64) string { return "/products/" + strconv.FormatInt(id, 10) }
+	sku := func() string {
+		s := fmt.Sprintf("ch-%d", rnd.IntN(40))
+		if rnd.IntN(2) == 0 {
+			s = strings.ToUpper(s)
+		}
+		return s
+	}
+	price := func() string { return fmt.Sprintf("%d.%02d", rnd.IntN(1000), rnd.IntN(100)) }
+	put := func(id int64, v map[string]any) (*testutil.Resp, error) {
+		return call(base, http.MethodPut, path(id), "application/json", jsonOf(v), testutil.HJSON)
+	}
+	ackOf := func(kind string) func(r *testutil.Resp, err error) (productJSON, bool) {
+		return func(r *testutil.Resp, err error) (productJSON, bool) {
+			var p productJSON
+			if err != nil || r.Status >= 500 {
+				a.count("unknown")
+				return p, false
+			}
+			switch r.Status {
+			case http.StatusOK, http.StatusCreated:
+				if err := r.Decode(&p); err != nil || p.ID <= 0 {
+					a.problem("bad body", "%s answered %d with %s", r.What, r.Status, testutil.Snippet(r.Body))
+					return p, false
+				}
+				a.ack(p)
+				a.count(kind)
+				return p, true
+			case http.StatusConflict, http.StatusUnprocessableEntity:
+				a.count(strconv.Itoa(r.Status)) // a stale version; a SKU another product holds
+			default:
+				a.count(strconv.Itoa(r.Status))
+			}
+			return p, false
+		}
+	}
+	a.mu.Lock()
+	var id int64
+	if len(a.hot) > 0 {
+		id = a.hot[rnd.IntN(len(a.hot))]
+	}
+	a.mu.Unlock()
+	op := rnd.IntN(100)
+	if id == 0 || op < 20 {
+		r, err := call(base, http.MethodPost, "/products", "application/json", jsonOf(map[string]any{
+			"sku": sku(), "name": fmt.Sprintf("W%02d n%07d", w, i), "unit_price": price(), "active": rnd.IntN(4) > 0}), testutil.HJSON)
+		if p, ok := ackOf("created")(r, err); ok {
+			a.mu.Lock()
+			a.hot = append(a.hot, p.ID)
+			if len(a.hot) > 20 {
+				a.hot = a.hot[1:]
+			}
+			a.mu.Unlock()
+		}
+		return
+	}
+	cur, err := call(base, http.MethodGet, path(id), "", nil, testutil.HJSON)
+	if err != nil || cur.Status != http.StatusOK {
+		return
+	}
+	var p productJSON
+	if cur.Decode(&p) != nil {
+		return
+	}
+	switch {
+	case op < 40:
+		ackOf("updated")(put(id, map[string]any{"name": fmt.Sprintf("W%02d r%07d", w, i), "unit_price": price(), "version": p.Version}))
+	case op < 55:
+		ackOf("updated")(put(id, map[string]any{"sku": sku(), "version": p.Version}))
+	case op < 65:
+		ackOf("updated")(put(id, map[string]any{"active": !p.Active, "version": p.Version}))
+	case op < 78:
+		if p.Version < 2 {
+			return
+		}
+		r, err := put(id, map[string]any{"name": fmt.Sprintf("stale %d/%d", w, i), "version": p.Version - 1})
+		if err == nil && r.Status < 300 {
+			a.problem("stale accepted", "PUT product %d with version %d (it was at v%d) answered %d", id, p.Version-1, p.Version, r.Status)
+			return
+		}
+		ackOf("updated")(r, err)
+	default:
+		var wg sync.WaitGroup
+		var putWon, delWon bool
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, putWon = ackOf("updated")(put(id, map[string]any{"unit_price": price(), "version": p.Version}))
+		}()
+		go func() {
+			defer wg.Done()
+			r, err := call(base, http.MethodDelete, path(id)+"?version="+strconv.FormatInt(p.Version, 10), "", nil, testutil.HJSON)
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			switch {
+			case err != nil || r.Status >= 500:
+				a.maybeGone[id] = true
+				a.counts["unknown"]++
+			case r.Status == http.StatusNoContent:
+				delWon = true
+				a.deleted[id] = p.SKU
+				delete(a.products, id)
+				a.counts["deleted"]++
+			default:
+				a.counts[strconv.Itoa(r.Status)]++
+			}
+		}()
+		wg.Wait()
+		if putWon && delWon {
+			a.problem("both won", "product %d: a PUT and a DELETE both with version %d both succeeded", id, p.Version)
+		}
+	}
 }
 
 var chaosWords = []string{"Ada", "Grace", "Edsger", "Barbara", "Alan", "Donald", "Frances", "Ken", "Radia", "Niklaus"}
@@ -248,12 +385,27 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 	}
 }
 
-// reportChaos prints the summary line and fails on any problem.
-func reportChaos(t *testing.T, name string, workers int, d time.Duration, a *acked, v *invariants, extra string) {
+// reportChaos prints the summary line and fails on any problem, of the
+// orders (v) or of the products (cat).
+func reportChaos(t *testing.T, name string, workers int, d time.Duration, a *acked, v *invariants, cat *catalogue, extra string) {
 	t.Helper()
 	a.mu.Lock()
 	c := maps.Clone(a.counts)
 	a.mu.Unlock()
+	a.products.mu.Lock()
+	pc := maps.Clone(a.products.counts)
+	a.products.mu.Unlock()
+	defer func() {
+		line := fmt.Sprintf("chaos %s, products: %d workers, acknowledged %d creates, %d updates, %d deletes; %d refused as stale (409), "+
+			"%d refused for a SKU another product holds (422), %d unknown (5xx or lost), all answers %v; %v", name, productWorkers,
+			pc["created"], pc["updated"], pc["deleted"], pc["409"], pc["422"], pc["unknown"], pc, cat)
+		figure(line)
+		t.Log(line)
+		wantCatalogue(t, cat)
+		if pc["created"] == 0 || pc["updated"] == 0 || pc["deleted"] == 0 || pc["409"] == 0 || pc["422"] == 0 {
+			t.Errorf("the load did not exercise product creates, updates, deletes, stale versions and taken SKUs: %v", pc)
+		}
+	}()
 	var other []string
 	for k, n := range c {
 		switch k {
@@ -297,7 +449,9 @@ func TestChaos(t *testing.T) {
 			time.Sleep(5 * time.Second) // the repair window (CONTRACT §8)
 			start := time.Now()
 			v := checkInvariants(t, bases[0], a)
-			reportChaos(t, target, 16, d, a, v, fmt.Sprintf(", checked in %v, the whole test took %v",
+			st, rdb := storeOf(t, redisArg)
+			cat := checkCatalogue(t, bases[0], st, rdb, "", a.products)
+			reportChaos(t, target, 16, d, a, v, cat, fmt.Sprintf(", checked in %v, the whole test took %v",
 				time.Since(start).Round(100*time.Millisecond), time.Since(began).Round(time.Second)))
 		})
 	}
@@ -383,11 +537,34 @@ func TestChaosWithFaults(t *testing.T) {
 			time.Sleep(5 * time.Second) // the repair window (CONTRACT §8)
 			start := time.Now()
 			v := checkInvariants(t, steady.base, a)
+			st, rdb := storeOf(t, redisArg)
+			cat := checkCatalogue(t, steady.base, st, rdb, "", a.products)
 			extra := fmt.Sprintf(", %d app kills, %d Redis pauses, checked in %v, the whole test took %v", kills.Load(), pauses.Load(),
 				time.Since(start).Round(100*time.Millisecond), time.Since(began).Round(time.Second))
-			reportChaos(t, target+" with faults", 16, d, a, v, extra)
+			reportChaos(t, target+" with faults", 16, d, a, v, cat, extra)
 		})
 	}
+}
+
+// storeOf is a store over the Redis the apps use (redisArg as -redis
+// takes it: a redis:// URL, or a Cluster's nodes separated by commas),
+// for checks the HTTP API cannot make (SKU claims, store.Repair).
+func storeOf(t *testing.T, redisArg string) (*store.Store, redis.UniversalClient) {
+	t.Helper()
+	var rdb redis.UniversalClient
+	cluster := !strings.HasPrefix(redisArg, "redis://")
+	if cluster {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(redisArg, ","), ReadTimeout: 5 * time.Second})
+	} else {
+		opt, err := redis.ParseURL(redisArg)
+		if err != nil {
+			t.Fatalf("%s: %v", redisArg, err)
+		}
+		opt.ReadTimeout = 5 * time.Second
+		rdb = redis.NewClient(opt)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return store.New(rdb, store.Options{Cluster: cluster}), rdb
 }
 
 // restartApp starts the binary again on old's address.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"orders/testutil"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"orders/routes"
+	"orders/testutil"
 )
 
 const writers = 20
@@ -226,5 +228,127 @@ func TestConcurrentWriters(t *testing.T) {
 
 	if !app.running() {
 		t.Fatalf("the app exited: %v\n%s", app.err, tail(app.out.String(), 20))
+	}
+}
+
+// TestConcurrentProductSKUs: a SKU is one product's, case aside
+// (CONTRACT §9), however many clients race for it over HTTP: creates of
+// one SKU leave exactly one product and every loser is told which one
+// holds it; changes of twenty products to one SKU leave one holder; a
+// delete racing creates and changes of its SKU leaves at most one. Then
+// the catalogue's lists, SKU claims and indexes agree (checkCatalogue).
+// On miniredis, and on a real Redis and a Cluster when they answer
+// (testutil.Targets: ORDERS_TEST_REDIS, ORDERS_TEST_CLUSTER).
+func TestConcurrentProductSKUs(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			st := testutil.NewStore(t, tg)
+			app, err := routes.New(routes.Config{Store: st, Files: testutil.Files(t), Logger: testutil.Logger(t)})
+			if err != nil {
+				t.Fatalf("routes.New: %v", err)
+			}
+			base := "http://" + testutil.Serve(t, app)
+			cases := func(sku string, i int) string { // KBD-7, kbd-7, Kbd-7, …
+				switch i % 3 {
+				case 1:
+					return strings.ToLower(sku)
+				case 2:
+					return sku[:1] + strings.ToLower(sku[1:])
+				}
+				return sku
+			}
+			winner := func(what string, got []*testutil.Resp, won int) int64 {
+				t.Helper()
+				c := tally(got)
+				if c[won] != 1 || c[422] != len(got)-1 {
+					t.Fatalf("%s: statuses %v, want exactly 1 × %d and %d × 422", what, c, won, len(got)-1)
+				}
+				var id int64
+				for _, r := range got {
+					if r.Status == won {
+						var p productJSON
+						r.JSON(t, &p)
+						id = p.ID
+					}
+				}
+				want := "is already the SKU of product " + strconv.FormatInt(id, 10)
+				for i, r := range got {
+					if r.Status != 422 {
+						continue
+					}
+					var e struct {
+						Errors map[string]string `json:"errors"`
+					}
+					if r.JSON(t, &e); e.Errors["sku"] != want {
+						t.Errorf("%s: loser %d was told %v, want sku %q", what, i, e.Errors, want)
+					}
+				}
+				return id
+			}
+
+			// Creates of one SKU, five rounds.
+			for round := range 5 {
+				sku := fmt.Sprintf("RACE-%d", round)
+				got := race(t, writers, func(i int) (*testutil.Resp, error) {
+					return call(base, http.MethodPost, "/products", "application/json",
+						jsonOf(map[string]any{"sku": cases(sku, i), "name": fmt.Sprintf("Racer %d", i), "unit_price": "1.00"}), testutil.HJSON)
+				})
+				winner(fmt.Sprintf("round %d: %d creates of %s", round, writers, sku), got, http.StatusCreated)
+			}
+
+			// Twenty products changed at once to one SKU.
+			ids := make([]int64, writers)
+			for i := range ids {
+				var p productJSON
+				mustCall(t, base, http.MethodPost, "/products", "application/json",
+					jsonOf(map[string]any{"sku": fmt.Sprintf("OWN-%d", i), "name": "Own", "unit_price": "2.00"}), testutil.HJSON).
+					WantStatus(t, http.StatusCreated).JSON(t, &p)
+				ids[i] = p.ID
+			}
+			got := race(t, writers, func(i int) (*testutil.Resp, error) {
+				return call(base, http.MethodPut, "/products/"+strconv.FormatInt(ids[i], 10), "application/json",
+					jsonOf(map[string]any{"sku": cases("TAKEN", i), "version": 1}), testutil.HJSON)
+			})
+			holder := winner(fmt.Sprintf("%d changes to one SKU", writers), got, http.StatusOK)
+
+			// The holder deleted while others create and take its SKU: at
+			// most one of them holds it after.
+			got = race(t, writers, func(i int) (*testutil.Resp, error) {
+				switch {
+				case i == 0:
+					return call(base, http.MethodDelete, "/products/"+strconv.FormatInt(holder, 10)+"?version=2", "", nil, testutil.HJSON)
+				case i%2 == 1:
+					return call(base, http.MethodPost, "/products", "application/json",
+						jsonOf(map[string]any{"sku": cases("TAKEN", i), "name": "Late", "unit_price": "3.00"}), testutil.HJSON)
+				}
+				id := ids[i]
+				if id == holder {
+					id = ids[1]
+				}
+				return call(base, http.MethodPut, "/products/"+strconv.FormatInt(id, 10), "application/json",
+					jsonOf(map[string]any{"sku": cases("TAKEN", i)}), testutil.HJSON)
+			})
+			if got[0].Status != http.StatusNoContent {
+				t.Fatalf("the holder's delete: %d %s, want 204", got[0].Status, testutil.Snippet(got[0].Body))
+			}
+			c := tally(got[1:])
+			if c[200]+c[201] > 1 || c[200]+c[201]+c[422] != writers-1 {
+				t.Errorf("creates and changes of a SKU racing its holder's delete: statuses %v, want at most one 2xx, the rest 422", c)
+			}
+			rows, _, err := walkProducts(base, "q=taken")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != c[200]+c[201] {
+				t.Errorf("after the race %d products have the SKU TAKEN (%+v), want %d", len(rows), rows, c[200]+c[201])
+			}
+			cat := checkCatalogue(t, base, st, tg.Client, tg.Prefix, nil)
+			wantCatalogue(t, cat)
+			if want := 5 + writers - 1 + c[201]; cat.Exist != want {
+				t.Errorf("%d products exist, want %d (5 races won, %d made, one deleted, %d created in the last race)", cat.Exist, want, writers, c[201])
+			}
+			t.Logf("%s: 5 rounds of %d creates of one SKU and %d changes to one SKU each left one holder; a delete racing %d takers: %v; %v",
+				tg.Name, writers, writers, writers-1, c, cat)
+		})
 	}
 }

@@ -35,6 +35,25 @@ func writeRequests(id string) []writeReq {
 	}
 }
 
+// productWriteRequests are the unsafe requests of product id (CONTRACT §9:
+// the same rules as orders).
+func productWriteRequests(id string) []writeReq {
+	mpCT, mp := multipartOf("sku", "EVIL-1", "name", "Evil", "unit_price", "1")
+	evil := map[string]any{"sku": "EVIL-2", "name": "Evil", "unit_price": "1"}
+	return []writeReq{
+		{"create product JSON", http.MethodPost, "/products", ctJSON, jsonOf(evil)},
+		{"create product form", http.MethodPost, "/products", ctForm, formOf("sku", "EVIL-3", "name", "Evil", "unit_price", "1")},
+		{"create product multipart", http.MethodPost, "/products", mpCT, mp},
+		{"create product text/plain", http.MethodPost, "/products", "text/plain", jsonOf(evil)},
+		{"update product JSON", http.MethodPut, "/products/" + id, ctJSON, jsonOf(map[string]any{"name": "Evil", "active": false})},
+		{"update product form", http.MethodPut, "/products/" + id, ctForm, formOf("unit_price", "0.01", "version", "1")},
+		{"update product via _method=PUT", http.MethodPost, "/products/" + id, ctForm, formOf("_method", "PUT", "sku", "EVIL-4")},
+		{"delete product via _method=DELETE", http.MethodPost, "/products/" + id, ctForm, formOf("_method", "DELETE", "version", "1")},
+		{"delete product", http.MethodDelete, "/products/" + id, "", nil},
+		{"delete product with ?version=1", http.MethodDelete, "/products/" + id + "?version=1", "", nil},
+	}
+}
+
 // strangers are the headers a browser sends with a request from another
 // site (app.Test's host is example.com).
 var strangers = []testutil.H{
@@ -58,11 +77,13 @@ func TestCrossOrigin(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	app := inProcess(t, rdb)
 	send(t, app, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Mine"}), testutil.HJSON).WantStatus(t, 201)
+	send(t, app, http.MethodPost, "/products", ctJSON, jsonOf(map[string]any{"sku": "MINE-1", "name": "Mine", "unit_price": "2"}), testutil.HJSON).WantStatus(t, 201)
 	before := mr.Dump()
 
 	tried := 0
+	writes := append(writeRequests("1"), productWriteRequests("1")...)
 	for _, s := range strangers {
-		for _, w := range writeRequests("1") {
+		for _, w := range writes {
 			for _, rep := range []struct {
 				name string
 				h    testutil.H
@@ -99,10 +120,16 @@ func TestCrossOrigin(t *testing.T) {
 		send(t, app, http.MethodPut, p, ctForm, formOf("customer", "Own 2", "version", "1"), testutil.HJSON.With(own)).WantStatus(t, 200)
 		send(t, app, http.MethodPost, p, ctForm, formOf("_method", "PUT", "notes", "x"), testutil.HPage.With(own)).WantStatus(t, 303)
 		send(t, app, http.MethodDelete, p, "", nil, testutil.HJSON.With(own)).WantStatus(t, 204)
-		passed += 4
+		var pr productJSON
+		send(t, app, http.MethodPost, "/products", ctForm, formOf("sku", fmt.Sprintf("OWN-%d", passed), "name", "Own", "unit_price", "1"),
+			testutil.HJSON.With(own)).WantStatus(t, 201).JSON(t, &pr)
+		pp := fmt.Sprintf("/products/%d", pr.ID)
+		send(t, app, http.MethodPut, pp, ctJSON, jsonOf(map[string]any{"name": "Own 2", "version": 1}), testutil.HJSON.With(own)).WantStatus(t, 200)
+		send(t, app, http.MethodPost, pp, ctForm, formOf("_method", "DELETE", "version", "2"), testutil.HPage.With(own)).WantStatus(t, 303)
+		passed += 7
 	}
-	t.Logf("%d cross-origin writes refused with 403 (%d origins × %d requests × 3 representations), Redis unchanged; %d same-origin or header-less writes passed",
-		tried, len(strangers), len(writeRequests("1")), passed)
+	t.Logf("%d cross-origin writes refused with 403 (%d origins × %d requests of orders and products × 3 representations), Redis unchanged; %d same-origin or header-less writes passed",
+		tried, len(strangers), len(writes), passed)
 }
 
 // TestStrangerOverHTTP runs the built binary with sign-in on: a stranger
@@ -116,6 +143,7 @@ func TestStrangerOverHTTP(t *testing.T) {
 
 	var o orderJSON
 	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Mine"}), testutil.HJSON.With(auth)).WantStatus(t, 201).JSON(t, &o)
+	mustCall(t, app.base, http.MethodPost, "/products", ctJSON, jsonOf(map[string]any{"sku": "MINE-1", "name": "Mine", "unit_price": "2"}), testutil.HJSON.With(auth)).WantStatus(t, 201)
 	count := func() int64 {
 		var l listJSON
 		mustCall(t, app.base, http.MethodGet, "/orders", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 200).JSON(t, &l)
@@ -134,7 +162,7 @@ func TestStrangerOverHTTP(t *testing.T) {
 		{"credentials, cross-site", auth.With(testutil.H{"Sec-Fetch-Site": "cross-site"}), 403},
 		{"credentials, Origin null", auth.With(testutil.H{"Origin": "null"}), 403},
 	} {
-		for _, w := range writeRequests("1") {
+		for _, w := range append(writeRequests("1"), productWriteRequests("1")...) {
 			what := fmt.Sprintf("%s with %s", w.name, c.name)
 			r, err := call(app.base, w.method, w.path, w.ctype, w.body, testutil.HJSON.With(c.h))
 			tried++
@@ -156,8 +184,13 @@ func TestStrangerOverHTTP(t *testing.T) {
 			checkMessage(t, what, r, true, "cross-origin")
 		}
 	}
-	for _, path := range []string{"/orders", "/orders/1", "/orders/inquiry", "/orders/new"} {
+	for _, path := range []string{"/orders", "/orders/1", "/orders/inquiry", "/orders/new", "/products", "/products/1", "/products/new", "/products/1/edit"} {
 		mustCall(t, app.base, http.MethodGet, path, "", nil, testutil.HPage).WantStatus(t, 401)
+	}
+	var p productJSON
+	mustCall(t, app.base, http.MethodGet, "/products/1", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 200).JSON(t, &p)
+	if p.Version != 1 || p.SKU != "MINE-1" || p.Name != "Mine" || !p.Active {
+		t.Fatalf("after the strangers: product 1 is %+v; want MINE-1 unchanged at version 1", p)
 	}
 	var now orderJSON
 	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 200).JSON(t, &now)
