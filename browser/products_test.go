@@ -215,7 +215,8 @@ func TestProductCreateEditDelete(t *testing.T) {
 // focus goes to the row's Edit link; Escape leaves without saving), the
 // Active box, the search as one types, the status filter, a sort header
 // (focus stays on it) and a row's Delete after the confirm dialog (focus
-// goes to the row that takes its place); never a page load.
+// goes to the row that takes its place), the shortcuts j, e and ?; never
+// a page load.
 func TestProductListInline(t *testing.T) {
 	e := start(t, true)
 	c := seedCatalogue(t, e.store)
@@ -307,6 +308,19 @@ func TestProductListInline(t *testing.T) {
 	}
 	e.waitShows(t, "#results-count", "of 4")
 	e.waitFocusIn(t, strings.TrimPrefix(productRow(c.pen), "#"))
+
+	// The shortcuts work on product rows: j moves to the next row, e edits
+	// it in place; ? lists them in words for any resource's list.
+	e.do(t, "press j", press("j"))
+	e.waitFocusIn(t, strings.TrimPrefix(mug, "#"))
+	e.do(t, "press e", press("e"), chromedp.WaitVisible(css(field(c.mug, "sku"))))
+	e.waitFocus(t, "after e", field(c.mug, "sku"))
+	e.do(t, "leave the row", press("\x1b"), chromedp.WaitNotPresent(css(mug+" form.row-form")))
+	e.do(t, "press ?", press("?"), chromedp.WaitVisible(css("dialog#shortcuts")))
+	if got := e.text(t, "dialog#shortcuts"); !strings.Contains(got, "Edit the current row") || strings.Contains(got, "current order") {
+		t.Errorf("on the product List the shortcuts dialog says %q, want rows, not orders", got)
+	}
+	e.do(t, "close the shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
 	if !e.markerKept(t) {
 		t.Error("the List reloaded the page; want htmx swaps")
 	}
