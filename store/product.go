@@ -228,6 +228,7 @@ var productKind = &kind[Product]{
 	encode:       encodeProduct,
 	version:      func(p *Product) int64 { return p.Version },
 	entries:      (*Store).productEntries,
+	diff:         productDiff,
 	indexes: func(s *Store) []indexKey {
 		byID := func(m string) (int64, bool) { return ParseID(m) }
 		var keys []indexKey

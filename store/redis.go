@@ -467,6 +467,7 @@ var orders = &kind[Order]{
 	encode:  func(o *Order) []any { return orderArgs(make([]any, 0, 16+2*len(o.Items)), o) },
 	version: func(o *Order) int64 { return o.Version },
 	entries: (*Store).orderEntries,
+	diff:    orderDiff,
 	indexes: func(s *Store) []indexKey {
 		byID := func(m string) (int64, bool) { return ParseID(m) }
 		keys := []indexKey{{s.nameIndex(""), memberID}}

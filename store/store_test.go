@@ -369,15 +369,21 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		wantPage(t, "search id", f.list(t, store.Query{Q: fmt.Sprint(b.ID)}), 0)
 
 		// Nothing of the deleted orders is left: once all are gone, only the
-		// id counter remains, and a tombstone per deleted id that expires
-		// (so no retried create brings an order back).
+		// id counter remains, a tombstone per deleted id that expires (so no
+		// retried create brings an order back), and each one's history,
+		// which expires in 30 days (CONTRACT §10).
 		for _, o := range []*store.Order{a, c} {
 			if err := f.s.Delete(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)
 			}
 		}
-		if k := f.keys(t); !slices.Equal(k, []string{"o:{1}:gone", "o:{2}:gone", "o:{3}:gone", "seq"}) {
-			t.Errorf("keys after deleting everything: got %q, want only seq and three tombstones", k)
+		if k := f.keys(t); !slices.Equal(k, []string{"o:{1}:gone", "o:{1}:h", "o:{2}:gone", "o:{2}:h", "o:{3}:gone", "o:{3}:h", "seq"}) {
+			t.Errorf("keys after deleting everything: got %q, want only seq, three tombstones and three histories", k)
+		}
+		for _, id := range []string{"1", "2", "3"} {
+			if ttl := f.tg.Client.TTL(ctx, f.prefix+"o:{"+id+"}:h").Val(); ttl < 29*24*time.Hour || ttl > 30*24*time.Hour {
+				t.Errorf("history of deleted order %s: TTL %v, want 30 days", id, ttl)
+			}
 		}
 		for _, id := range []string{"1", "2", "3"} {
 			if ttl := f.tg.Client.TTL(ctx, f.prefix+"o:{"+id+"}:gone").Val(); ttl < 24*time.Hour || ttl > 26*time.Hour {

@@ -86,6 +86,9 @@ type kind[T any] struct {
 	claims func(s *Store, r *T) []string
 	// claimTaken is the error for r wanting key, which record owner holds.
 	claimTaken func(r *T, key string, owner int64) error
+	// diff says what a change from before to after did (nil before: a
+	// create; nil after: a delete), for its history entry (history.go).
+	diff func(before, after *T) (map[string]FieldChange, *ItemChanges)
 }
 
 // key is the record key of id.
@@ -235,8 +238,10 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			var hc *redis.MapStringStringCmd
 			var gone, taken *redis.IntCmd
+			var last *redis.ZSliceCmd
 			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 				hc, gone = p.HGetAll(ctx, key), p.Exists(ctx, tomb)
+				last = p.ZRevRangeWithScores(ctx, historyKey(key), 0, 0)
 				if sharded {
 					taken = p.Exists(ctx, takenKey(key, token))
 				}
@@ -326,13 +331,17 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				} else {
 					p.Set(ctx, tomb, "1", tombstoneTTL)
 				}
+				// The history entry, in the same transaction (its key has
+				// the record's hash tag, and is watched): exactly one per
+				// change.
+				queueHistory(ctx, p, key, nextSeq(last), changeEntry(ctx, k, cur, next, s.now()))
 				if !sharded {
 					moveEntries(ctx, p, before, after)
 				}
 				return nil
 			})
 			return err
-		}, key)
+		}, key, historyKey(key))
 		if errors.Is(err, redis.TxFailedErr) {
 			if field != "" {
 				// Nothing happened; the reconciler would find that too.

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// History (CONTRACT §10): every successful create, change and delete of a
+// record appends one entry, in the same transaction as the change (the
+// write path, write.go), and a note appends one without changing the
+// record. The entries of a record are one sorted set beside its hash, with
+// the same hash tag (<record key>:h: o:{42}:h, p:{p}:7:h), so the append
+// is part of the record's transaction on a Cluster too. The score is the
+// entry's sequence number (1, 2, ...: the cursor), the member the number,
+// zero-padded, then the entry as JSON. At most MaxHistory entries are
+// kept; a deleted record's history lives HistoryAfterDelete more.
+
+// MaxHistory is the most history entries kept per record.
+const MaxHistory = 1000
+
+// HistoryAfterDelete is how long a deleted record's history is kept.
+const HistoryAfterDelete = 30 * 24 * time.Hour
+
+// MaxNote is the longest note, in characters.
+const MaxNote = 2000
+
+// HistoryPerPage is the number of entries of one page of history.
+const HistoryPerPage = 25
+
+// The actions of history entries.
+const (
+	ActionCreated = "created"
+	ActionUpdated = "updated"
+	ActionDeleted = "deleted"
+	ActionNote    = "note"
+)
+
+// HistoryEntry is one entry of a record's history.
+type HistoryEntry struct {
+	// Cursor names the entry: a page "before" it starts after it.
+	Cursor  string                 `json:"cursor"`
+	Version int64                  `json:"version"`
+	At      time.Time              `json:"at"`
+	Actor   string                 `json:"actor"`
+	Via     string                 `json:"via"`
+	Action  string                 `json:"action"`
+	Changes map[string]FieldChange `json:"changes,omitempty"`
+	Items   *ItemChanges           `json:"items,omitempty"`
+	Note    string                 `json:"note,omitempty"`
+}
+
+// FieldChange is one field's value before and after a change.
+type FieldChange struct {
+	From any `json:"from"`
+	To   any `json:"to"`
+}
+
+// ItemChanges are an order's items added, removed and changed by a change.
+type ItemChanges struct {
+	Added   []Item       `json:"added,omitempty"`
+	Removed []Item       `json:"removed,omitempty"`
+	Changed []ItemChange `json:"changed,omitempty"`
+}
+
+// ItemChange is one item before and after a change.
+type ItemChange struct {
+	From Item `json:"from"`
+	To   Item `json:"to"`
+}
+
+// HistoryPage is one page of a record's history, newest first; Next is
+// the cursor of the page after it ("" when there is none).
+type HistoryPage struct {
+	Entries []HistoryEntry
+	Next    string
+}
+
+type actorKey struct{}
+
+type actor struct{ name, via string }
+
+// WithActor returns ctx saying who changes records through it, and how:
+// via "web" (the pages) or "api" (JSON). History entries carry both; a
+// change without them is "anonymous" via "api".
+func WithActor(ctx context.Context, name, via string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor{name, via})
+}
+
+func actorOf(ctx context.Context) actor {
+	a, _ := ctx.Value(actorKey{}).(actor)
+	if a.name == "" {
+		a.name = "anonymous"
+	}
+	if a.via == "" {
+		a.via = "api"
+	}
+	return a
+}
+
+// historyKey is the history of the record at key.
+func historyKey(recordKey string) string { return recordKey + ":h" }
+
+// nextSeq is the number after the newest entry of a history (its first
+// member, read under WATCH).
+func nextSeq(last *redis.ZSliceCmd) int64 {
+	if zs := last.Val(); len(zs) > 0 {
+		return int64(zs[0].Score) + 1
+	}
+	return 1
+}
+
+// queueHistory queues, in a transaction, the append of e as entry seq of
+// the history of the record at key: the newest MaxHistory are kept; the
+// history of a deleted record expires after HistoryAfterDelete, a live
+// one's never.
+func queueHistory(ctx context.Context, p redis.Pipeliner, key string, seq int64, e *HistoryEntry) {
+	b, _ := json.Marshal(e)
+	hk := historyKey(key)
+	p.ZAdd(ctx, hk, redis.Z{Score: float64(seq), Member: fmt.Sprintf("%012d", seq) + string(b)})
+	p.ZRemRangeByRank(ctx, hk, 0, -(MaxHistory + 1))
+	if e.Action == ActionDeleted {
+		p.PExpire(ctx, hk, HistoryAfterDelete)
+	} else {
+		p.Persist(ctx, hk)
+	}
+}
+
+// changeEntry is the history entry of a write from before to after (nil
+// for a create or a delete), at the time given, by ctx's actor.
+func changeEntry[T any](ctx context.Context, k *kind[T], before, after *T, at time.Time) *HistoryEntry {
+	a := actorOf(ctx)
+	e := &HistoryEntry{At: at.UTC().Truncate(time.Second), Actor: a.name, Via: a.via}
+	switch {
+	case before == nil:
+		e.Action, e.Version = ActionCreated, k.version(after)
+	case after == nil:
+		e.Action, e.Version = ActionDeleted, k.version(before)
+	default:
+		e.Action, e.Version = ActionUpdated, k.version(after)
+	}
+	if k.diff != nil {
+		e.Changes, e.Items = k.diff(before, after)
+	}
+	return e
+}
+
+// fieldChanges compares the named values of a record before and after a
+// change; a create lists every value it set (From nil), a delete none.
+type fieldChanges map[string]FieldChange
+
+func (c fieldChanges) add(name string, from, to any, created bool) {
+	if created {
+		if to != "" && to != nil {
+			c[name] = FieldChange{To: to}
+		}
+		return
+	}
+	if from != to {
+		c[name] = FieldChange{From: from, To: to}
+	}
+}
+
+func (c fieldChanges) orNil() map[string]FieldChange {
+	if len(c) == 0 {
+		return nil
+	}
+	return c
+}
+
+// orderDiff is what a change did to an order: its fields, and its items
+// paired as the conflict view pairs them (the same item, then the same
+// SKU, then the same name).
+func orderDiff(before, after *Order) (map[string]FieldChange, *ItemChanges) {
+	if after == nil {
+		return nil, nil
+	}
+	c := fieldChanges{}
+	b := before
+	created := b == nil
+	if created {
+		b = &Order{}
+	}
+	c.add("customer", b.Customer, after.Customer, created)
+	c.add("email", b.Email, after.Email, created)
+	c.add("status", string(b.Status), string(after.Status), created)
+	c.add("currency", b.Currency, after.Currency, created)
+	c.add("notes", b.Notes, after.Notes, created)
+	items := diffItems(b.Items, after.Items)
+	return c.orNil(), items
+}
+
+// diffItems pairs the items of before and after.
+func diffItems(before, after []Item) *ItemChanges {
+	used := make([]bool, len(before))
+	paired := make([]int, len(after))
+	for i := range paired {
+		paired[i] = -1
+	}
+	match := func(same func(a, b Item) bool) {
+		for j, it := range after {
+			if paired[j] >= 0 {
+				continue
+			}
+			for i, old := range before {
+				if !used[i] && same(old, it) {
+					used[i], paired[j] = true, i
+					break
+				}
+			}
+		}
+	}
+	match(func(a, b Item) bool { return a == b })
+	match(func(a, b Item) bool { return a.SKU != "" && strings.EqualFold(a.SKU, b.SKU) })
+	match(func(a, b Item) bool { return strings.EqualFold(a.Name, b.Name) })
+	ch := &ItemChanges{}
+	for j, it := range after {
+		switch i := paired[j]; {
+		case i < 0:
+			ch.Added = append(ch.Added, it)
+		case before[i] != it:
+			ch.Changed = append(ch.Changed, ItemChange{From: before[i], To: it})
+		}
+	}
+	for i, old := range before {
+		if !used[i] {
+			ch.Removed = append(ch.Removed, old)
+		}
+	}
+	if len(ch.Added)+len(ch.Removed)+len(ch.Changed) == 0 {
+		return nil
+	}
+	return ch
+}
+
+// productDiff is what a change did to a product's fields.
+func productDiff(before, after *Product) (map[string]FieldChange, *ItemChanges) {
+	if after == nil {
+		return nil, nil
+	}
+	c := fieldChanges{}
+	b := before
+	created := b == nil
+	if created {
+		b = &Product{}
+	}
+	c.add("sku", b.SKU, after.SKU, created)
+	c.add("name", b.Name, after.Name, created)
+	c.add("unit_price", b.UnitPrice.String(), after.UnitPrice.String(), created && after.UnitPrice == 0)
+	c.add("currency", b.Currency, after.Currency, created)
+	if created || b.Active != after.Active {
+		c["active"] = FieldChange{To: after.Active}
+		if !created {
+			c["active"] = FieldChange{From: b.Active, To: after.Active}
+		}
+	}
+	return c.orNil(), nil
+}
+
+// history reads a page of the history of the record at key, newest first,
+// before the entry named by cursor ("" starts at the newest).
+func (s *Store) history(ctx context.Context, key, cursor string, perPage int) (HistoryPage, error) {
+	max := "+inf"
+	if cursor != "" {
+		n, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || n < 1 {
+			return HistoryPage{}, Errorf(EINVALID, "before must be the cursor of a history entry")
+		}
+		max = "(" + cursor
+	}
+	if perPage < 1 || perPage > MaxPerPage {
+		perPage = HistoryPerPage
+	}
+	zs, err := s.rdb.ZRevRangeByScoreWithScores(ctx, historyKey(key), &redis.ZRangeBy{
+		Max: max, Min: "-inf", Count: int64(perPage) + 1}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return HistoryPage{}, wrap(err)
+	}
+	out := HistoryPage{Entries: make([]HistoryEntry, 0, min(len(zs), perPage))}
+	for i, z := range zs {
+		if i == perPage {
+			out.Next = out.Entries[len(out.Entries)-1].Cursor
+			break
+		}
+		m, _ := z.Member.(string)
+		if len(m) < 12 {
+			continue
+		}
+		var e HistoryEntry
+		if json.Unmarshal([]byte(m[12:]), &e) != nil {
+			continue
+		}
+		e.Cursor = strconv.FormatInt(int64(z.Score), 10)
+		out.Entries = append(out.Entries, e)
+	}
+	return out, nil
+}
+
+// addNote appends a note to the history of the record at key (its
+// version in field versionField): the record does not change. The note
+// is numbered under a WATCH of the record and its history, like a change.
+func (s *Store) addNote(ctx context.Context, key, versionField, note string) (*HistoryEntry, error) {
+	text, msg := checkText(note, MaxNote, true, true)
+	if msg != "" {
+		return nil, &Error{Code: EINVALID, Message: "the note is not valid", Fields: map[string]string{"note": msg}}
+	}
+	a := actorOf(ctx)
+	e := &HistoryEntry{At: s.now().UTC().Truncate(time.Second), Actor: a.name, Via: a.via, Action: ActionNote, Note: text}
+	hk := historyKey(key)
+	for range maxRetries {
+		var seq int64
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			var v *redis.StringCmd
+			var last *redis.ZSliceCmd
+			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+				v, last = p.HGet(ctx, key, versionField), p.ZRevRangeWithScores(ctx, hk, 0, 0)
+				return nil
+			}); err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			version, err := strconv.ParseInt(v.Val(), 10, 64)
+			if err != nil {
+				return Errorf(ENOTFOUND, "not found")
+			}
+			e.Version, seq = version, nextSeq(last)
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				queueHistory(ctx, p, key, seq, e)
+				return nil
+			})
+			return err
+		}, key, hk)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+		e.Cursor = strconv.FormatInt(seq, 10)
+		return e, nil
+	}
+	return nil, &Error{Code: EUNAVAILABLE, Message: "too many people are changing this record at once; try again in a moment"}
+}
+
+// historyOf reads a page of the history of record id of kind k; a record
+// that is neither stored nor has a history (deleted over 30 days ago, or
+// never created) is not found.
+func historyOf[T any](ctx context.Context, s *Store, k *kind[T], id int64, cursor string, perPage int, notFound func(int64) *Error) (HistoryPage, error) {
+	key := k.key(s, id)
+	page, err := s.history(ctx, key, cursor, perPage)
+	if err != nil || len(page.Entries) > 0 || cursor != "" {
+		return page, err
+	}
+	n, err := s.rdb.Exists(ctx, key).Result()
+	if err != nil {
+		return page, wrap(err)
+	}
+	if n == 0 {
+		return page, notFound(id)
+	}
+	return page, nil
+}
+
+// OrderHistory is a page of order id's history, newest first, before the
+// entry named by cursor ("": from the newest); perPage 0 is 25.
+func (s *Store) OrderHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
+	return historyOf(ctx, s, orders, id, cursor, perPage, notFound)
+}
+
+// ProductHistory is OrderHistory for product id.
+func (s *Store) ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
+	return historyOf(ctx, s, productKind, id, cursor, perPage, productNotFound)
+}
+
+// AddOrderNote appends a note to order id's history; the order itself,
+// its version included, does not change.
+func (s *Store) AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
+	e, err := s.addNote(ctx, orders.key(s, id), orders.versionField, note)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, notFound(id)
+	}
+	return e, err
+}
+
+// AddProductNote is AddOrderNote for product id.
+func (s *Store) AddProductNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
+	e, err := s.addNote(ctx, productKind.key(s, id), productKind.versionField, note)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, productNotFound(id)
+	}
+	return e, err
+}
