@@ -47,6 +47,10 @@ type members[T, In any] struct {
 	// createNotice says in the alert region what a create's 422 cannot
 	// mark on the New form (a field it has no control for); may be nil.
 	createNotice func(errs map[string]string) *notice
+	// history reads a page of a record's history (CONTRACT §10), newest
+	// first, before the entry named by cursor; note adds a note to it.
+	history func(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error)
+	note    func(ctx context.Context, id int64, text string) (*store.HistoryEntry, error)
 }
 
 // memberStore is what members needs of the store for one resource.
@@ -74,7 +78,8 @@ type memberForm[In any] interface {
 // handlers returns the resource's handlers, list among them.
 func (m *members[T, In]) handlers(list handler, views map[string]handler) resourceHandlers {
 	return resourceHandlers{List: list, New: m.newForm, Create: m.create, Show: m.show,
-		Edit: m.editForm, Update: m.update, Delete: m.delete, Views: views}
+		Edit: m.editForm, Update: m.update, Delete: m.delete, Views: views,
+		History: m.historyPage, Note: m.addNote}
 }
 
 // member reads the id from the path and the stored record, for the member
@@ -125,6 +130,19 @@ func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
 		// (with it, hx-confirm asks): docs/api.md.
 		out.Partial, part = m.R.Partial("delete"), "delete"
 		out.View.Title = "Delete " + m.R.Name + " " + strconv.FormatInt(id, 10) + "?"
+	}
+	if part == "" && rp != reprJSON {
+		// The page shows the latest history: a note (which changes no
+		// version) changes the page, and its ETag.
+		h, err := m.timeline(c, id)
+		if err != nil {
+			return nil, err
+		}
+		out.View.History = h
+		part = "h" + h.Head()
+		out.ETag = m.R.etag(id, version, rp, part)
+		out.NotModified = m.R.notModifiedAt(c, id, version, h.Head())
+		return out, nil
 	}
 	out.ETag = m.R.etag(id, version, rp, part)
 	out.NotModified = m.R.notModified(c, id, version)

@@ -162,6 +162,18 @@ func mediaType(ct string) string {
 	return strings.ToLower(strings.TrimSpace(ct))
 }
 
+// actorLocal holds the signed-in user's name (basicAuth).
+const actorLocal = "actor"
+
+// actorName is who the request comes from: the signed-in user, else
+// "anonymous" (CONTRACT §10).
+func actorName(c *fiber.Ctx) string {
+	if u, _ := c.Locals(actorLocal).(string); u != "" {
+		return u
+	}
+	return "anonymous"
+}
+
 // basicAuth asks for the configured user and password on every path but
 // the health checks, comparing in constant time (hashes of equal length,
 // so neither the length nor a prefix of the secret leaks through timing).
@@ -181,6 +193,7 @@ func basicAuth(user, password string) fiber.Handler {
 			c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="Orders", charset="UTF-8"`)
 			return fiber.NewError(fiber.StatusUnauthorized, "sign in with the order desk's user name and password")
 		}
+		c.Locals(actorLocal, user)
 		return c.Next()
 	}
 }

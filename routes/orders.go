@@ -70,6 +70,8 @@ func orderMembers(s *store.Store) *members[store.Order, orderIn] {
 			}
 		},
 		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView { return newConflict(cur, in.Input, row) },
+		history:  s.OrderHistory,
+		note:     s.AddOrderNote,
 		createOnce: func(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
 			o, err := s.CreateOnce(ctx, key, fp, in.Input)
 			return o, in.requestErrors(err)

@@ -85,6 +85,8 @@ func productMembers(s *store.Store) *members[store.Product, store.ProductInput] 
 			return fiber.Map{"sku": "", "name": "", "unit_price": "0.00", "currency": "USD", "active": true}
 		},
 		editJSON: func(p *store.Product) any { return fiber.Map{"product": p} },
+		history:  s.ProductHistory,
+		note:     s.AddProductNote,
 		conflict: func(cur *store.Product, in store.ProductInput, row bool) *conflictView {
 			return fieldConflict(productResource, productFields, productInput(cur), in, cur.ID, cur.Version, row)
 		},

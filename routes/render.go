@@ -128,6 +128,9 @@ type view struct {
 	Form  any
 	List  *listView
 	Error *errorView
+	// History is a record's history: its page, or the timeline on the
+	// record's page.
+	History *historyView
 
 	// TitleSwap says a fragment replaces a page-sized part (#main or the
 	// results): it carries the document title, which htmx applies (it takes

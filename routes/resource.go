@@ -89,6 +89,13 @@ func (r *resource) MemberPath(id int64) string { return r.Path() + "/" + strconv
 // EditPath is a member's edit form: /orders/7/edit.
 func (r *resource) EditPath(id int64) string { return r.MemberPath(id) + "/edit" }
 
+// HistoryPath is a member's history: /orders/7/history.
+func (r *resource) HistoryPath(id int64) string { return r.MemberPath(id) + "/history" }
+
+// HistoryID is the id of the timeline on a member's page (a note's htmx
+// answer replaces it).
+func (r *resource) HistoryID() string { return r.Name + "-history" }
+
 // ResultsID is the id of the element that holds the List's table and pager
 // (or the Inquiry's list): an HX-Target the collection answers with that
 // part only.
@@ -212,6 +219,8 @@ type handler func(c *fiber.Ctx, rp repr) (*response, error)
 // resourceHandlers are the handlers of one resource (spec rule 5).
 type resourceHandlers struct {
 	List, New, Create, Show, Edit, Update, Delete handler
+	// History and Note serve path/<id>/history: GET and POST (a note).
+	History, Note handler
 	// Views are more representations of the collection, each at path/<name>.
 	Views map[string]handler
 }
@@ -228,6 +237,13 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 			if err != nil {
 				return err
 			}
+			// Who changes records through this request, and how: the
+			// history says it (CONTRACT §10).
+			via := "web"
+			if rp == reprJSON {
+				via = "api"
+			}
+			c.SetUserContext(store.WithActor(c.UserContext(), actorName(c), via))
 			out, err := fn(c, rp)
 			if err != nil {
 				return err
@@ -247,4 +263,33 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 	app.Put(member, serve(hs.Update))
 	app.Delete(member, serve(hs.Delete))
 	app.Get(member+"/edit", serve(hs.Edit))
+	if hs.History != nil {
+		app.Get(member+"/history", serve(hs.History))
+		app.Post(member+"/history", serve(hs.Note))
+	}
+}
+
+// notModifiedAt is notModified for a representation that also shows the
+// member's history, whose newest entry is head (a note changes it, not
+// the version): an If-None-Match tag of the same version and the same
+// history ("o7v3-page-h12", any representation and coding) matches.
+func (r *resource) notModifiedAt(c *fiber.Ctx, id, version int64, head string) bool {
+	inm := c.Get(fiber.HeaderIfNoneMatch)
+	prefix := r.ETagPrefix + strconv.FormatInt(id, 10) + "v" + strconv.FormatInt(version, 10) + "-"
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.Trim(strings.TrimPrefix(strings.TrimSpace(t), "W/"), `"`)
+		if t == "*" {
+			return true
+		}
+		rest, ok := strings.CutPrefix(t, prefix)
+		if !ok {
+			continue
+		}
+		for _, part := range strings.Split(rest, "-") {
+			if part == "h"+head {
+				return true
+			}
+		}
+	}
+	return false
 }

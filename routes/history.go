@@ -1,0 +1,246 @@
+package routes
+
+// History and notes (CONTRACT §10), the same for every resource:
+// GET <member>/history (page, fragment, JSON), POST <member>/history (a
+// note), and the timeline on a record's page.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// timelineLength is how many entries a record's page shows.
+const timelineLength = 5
+
+// historyView is the data of partials/history (the history page) and
+// partials/timeline (its latest entries on a record's page).
+type historyView struct {
+	R       *resource
+	ID      int64
+	Entries []entryView
+	// Next is the URL of the older entries ("" when there are none).
+	Next string
+	// Note is what the note form shows again after a 422, and its message.
+	Note, NoteErr string
+	// Gone: the record is deleted; its history is still shown, and no note
+	// can be added.
+	Gone bool
+}
+
+// Head names the newest entry ("0": none): a page that shows the
+// timeline changes with it.
+func (h *historyView) Head() string {
+	if len(h.Entries) == 0 {
+		return "0"
+	}
+	return h.Entries[0].Cursor
+}
+
+// Path is the history's URL.
+func (h *historyView) Path() string { return h.R.HistoryPath(h.ID) }
+
+// NoteMax is the longest note: the textarea's maxlength.
+func (h *historyView) NoteMax() int { return store.MaxNote }
+
+// entryView is one history entry as the pages say it.
+type entryView struct {
+	store.HistoryEntry
+	// Lines say what changed, one sentence each: "Customer: Ada → Ada
+	// Lovelace", "Added 1 × Tee (TEE) at 19.99".
+	Lines []string
+}
+
+// Summary says who did what: "Updated by alice (web), version 3".
+func (e entryView) Summary() string {
+	what := map[string]string{store.ActionCreated: "Created", store.ActionUpdated: "Changed",
+		store.ActionDeleted: "Deleted", store.ActionNote: "Note"}[e.Action]
+	if what == "" {
+		what = e.Action
+	}
+	via := map[string]string{"web": "on the web", "api": "through the API"}[e.Via]
+	s := what + " by " + e.Actor
+	if via != "" {
+		s += " " + via
+	}
+	if e.Action != store.ActionNote {
+		s += " · version " + strconv.FormatInt(e.Version, 10)
+	}
+	return s
+}
+
+// fieldLabels name the fields a history entry lists, for every resource.
+var fieldLabels = map[string]string{
+	"customer": "Customer", "email": "Email", "status": "Status", "currency": "Currency", "notes": "Notes",
+	"sku": "SKU", "name": "Name", "unit_price": "Unit price", "active": "Active",
+}
+
+// historyOrder is the order the fields are listed in.
+var historyOrder = []string{"status", "customer", "email", "sku", "name", "unit_price", "currency", "active", "notes"}
+
+func newEntryView(e store.HistoryEntry) entryView {
+	v := entryView{HistoryEntry: e}
+	show := func(x any) string {
+		switch x := x.(type) {
+		case nil:
+			return "(none)"
+		case string:
+			if x == "" {
+				return "(empty)"
+			}
+			return x
+		case bool:
+			if x {
+				return "yes"
+			}
+			return "no"
+		}
+		return fmt.Sprint(x)
+	}
+	for _, name := range historyOrder {
+		c, ok := e.Changes[name]
+		if !ok {
+			continue
+		}
+		label := fieldLabels[name]
+		if c.From == nil && e.Action == store.ActionCreated {
+			v.Lines = append(v.Lines, label+": "+show(c.To))
+			continue
+		}
+		v.Lines = append(v.Lines, label+": "+show(c.From)+" → "+show(c.To))
+	}
+	item := func(it store.Item) string {
+		s := strconv.FormatInt(it.Quantity, 10) + " × " + it.Name
+		if it.SKU != "" {
+			s += " (" + it.SKU + ")"
+		}
+		return s + " at " + it.UnitPrice.String()
+	}
+	if it := e.Items; it != nil {
+		for _, a := range it.Added {
+			v.Lines = append(v.Lines, "Added "+item(a))
+		}
+		for _, r := range it.Removed {
+			v.Lines = append(v.Lines, "Removed "+item(r))
+		}
+		for _, c := range it.Changed {
+			v.Lines = append(v.Lines, "Changed "+item(c.From)+" to "+item(c.To))
+		}
+	}
+	return v
+}
+
+func entryViews(es []store.HistoryEntry) []entryView {
+	out := make([]entryView, len(es))
+	for i, e := range es {
+		out[i] = newEntryView(e)
+	}
+	return out
+}
+
+// historyJSON is GET <member>/history as JSON.
+type historyJSON struct {
+	Entries []store.HistoryEntry `json:"entries"`
+	Next    any                  `json:"next"`
+}
+
+// historyPage is GET <member>/history: newest first, 25 a page, older ones
+// by ?before=<cursor>; it answers for a deleted record while its history
+// is kept (30 days).
+func (m *members[T, In]) historyPage(c *fiber.Ctx, rp repr) (*response, error) {
+	id, err := m.R.parseID(c)
+	if err != nil {
+		return nil, err
+	}
+	before := strings.TrimSpace(c.Query("before"))
+	page, err := m.history(c.UserContext(), id, before, store.HistoryPerPage)
+	if err != nil {
+		if store.ErrorCode(err) == store.EINVALID {
+			return nil, badRequest("before must be the cursor of a history entry")
+		}
+		return gone(c, rp, m.R, id, err)
+	}
+	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries)}
+	if page.Next != "" {
+		h.Next = m.R.HistoryPath(id) + "?before=" + page.Next
+	}
+	if _, err := m.store.get(c.UserContext(), id); store.ErrorCode(err) == store.ENOTFOUND {
+		h.Gone = true
+	}
+	title := m.R.Named(id) + " · history"
+	if before != "" {
+		title += ", older entries"
+	}
+	entries := page.Entries
+	if entries == nil {
+		entries = []store.HistoryEntry{}
+	}
+	return &response{Partial: "partials/history", View: &view{Title: title, Nav: m.R.Plural, History: h},
+		JSON: historyJSON{entries, nullable(h.Next)}}, nil
+}
+
+// noteFields is the note a POST <member>/history sends.
+type noteIn struct{ Note *string }
+
+var noteFields = fields[noteIn]{
+	{Name: "note", Label: "Note", Max: store.MaxNote, UI: control{Tag: "textarea", Rows: 2},
+		text: func(in *noteIn) **string { return &in.Note }},
+}
+
+// addNote is POST <member>/history: a note (1–2000 characters) that
+// changes nothing but the history. 201 with the entry (JSON); the
+// timeline again (htmx); back to the record's page (a plain form).
+func (m *members[T, In]) addNote(c *fiber.Ctx, rp repr) (*response, error) {
+	id, err := m.R.parseID(c)
+	if err != nil {
+		return nil, err
+	}
+	in, err := decodeBody(c, noteFields)
+	if err != nil {
+		return nil, err
+	}
+	text := ""
+	if in.Note != nil {
+		text = *in.Note
+	}
+	e, err := m.note(c.UserContext(), id, text)
+	if err != nil {
+		if fields := invalidFields(err); fields != nil {
+			h, herr := m.timeline(c, id)
+			if herr != nil {
+				return nil, herr
+			}
+			h.Note, h.NoteErr = text, "Note "+fields["note"]
+			return &response{Status: fiber.StatusUnprocessableEntity, Partial: "partials/timeline", Err: err,
+				View:   &view{Title: m.R.Named(id), Nav: m.R.Plural, History: h},
+				Notice: errorNotice("The note was not added: " + fields["note"] + ".")}, nil
+		}
+		return gone(c, rp, m.R, id, err)
+	}
+	h, err := m.timeline(c, id)
+	if err != nil {
+		return nil, err
+	}
+	loc := m.R.HistoryPath(id)
+	return &response{Status: fiber.StatusCreated, Partial: "partials/timeline",
+		View: &view{Title: m.R.Named(id), Nav: m.R.Plural, History: h}, JSON: e,
+		Notice:   successNotice("Note added to " + strings.ToLower(m.R.Named(id)[:1]) + m.R.Named(id)[1:] + "."),
+		Location: loc, Redirect: m.R.MemberPath(id) + "#" + m.R.Name + "-history"}, nil
+}
+
+// timeline is the latest entries of record id, for its page.
+func (m *members[T, In]) timeline(c *fiber.Ctx, id int64) (*historyView, error) {
+	page, err := m.history(c.UserContext(), id, "", timelineLength)
+	if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+		return nil, err
+	}
+	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries)}
+	if page.Next != "" {
+		h.Next = m.R.HistoryPath(id) + "?before=" + page.Next
+	}
+	return h, nil
+}
