@@ -10,12 +10,14 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"orders/store"
 )
 
 // TestDocScreenshots renders the pictures in docs/screenshots: the list in
-// light and dark, an order, both at phone width, and the product catalogue. It runs only when
+// light and dark, an order, both at phone width, the product catalogue and
+// the product picker in the New order form. It runs only when
 // ORDERS_DOC_SCREENSHOTS names the folder to write (go test ./browser -run
 // TestDocScreenshots with ORDERS_DOC_SCREENSHOTS=$PWD/docs/screenshots).
 func TestDocScreenshots(t *testing.T) {
@@ -67,4 +69,16 @@ func TestDocScreenshots(t *testing.T) {
 	shoot("phone-list", "/orders", 390, 844, false, "#order-results")
 	shoot("phone-order-dark", orderURL, 390, 844, true, "#order")
 	shoot("products-list", "/products", 1280, 820, false, "#product-results")
+
+	// The product picker: "c" typed in the first item's name of a new
+	// order, the suggestions open, the second one active.
+	shoot("picker", "/orders/new", 1280, 820, false, "#order-form")
+	e.do(t, "type a customer, then c in the first item's name",
+		chromedp.SendKeys(css("#customer"), "Grace Hopper"),
+		chromedp.Focus(css("#items-0-name")), press("c"),
+		chromedp.WaitVisible(css("[role=listbox] [role=option]")), press(kb.ArrowDown+kb.ArrowDown))
+	buf := run(t, e, "screenshot", chromedp.CaptureScreenshot())
+	if err := os.WriteFile(filepath.Join(dir, "picker.png"), buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
