@@ -114,9 +114,6 @@ var itemFields = fields[itemRow]{
 		cell: func(it *itemRow) *string { return &it.UnitPrice }},
 }
 
-// decodeInput reads an order's create or update request.
-func decodeInput(c *fiber.Ctx) (orderIn, error) { return decodeBody(c, orderFields) }
-
 // decodeBody reads a create or update request of a resource whose fields
 // are fs, by its Content-Type.
 func decodeBody[T any](c *fiber.Ctx, fs fields[T]) (T, error) {

@@ -20,8 +20,8 @@ const dateLayout = "2006-01-02"
 
 // listing is what a resource's List knows besides its rows: its sorts,
 // the filters its query keeps, and how its pages describe them. A
-// resource's list handler reads its query (the filters through
-// queryParams) and gives newListView the page it got from the store.
+// resource's list handler reads its query (parsePaging and its own
+// filters) and gives newListView the page it got from the store.
 type listing struct {
 	// Title is the List's title ("Products"); "" for the orders' List,
 	// whose plain page is titled by the site's name alone.
@@ -93,18 +93,6 @@ func (l *listView) Rows() any { return l.Page.Rows }
 
 // Shown says the page shows at least one member.
 func (l *listView) Shown() bool { return l.Page.N > 0 }
-
-// queryParams reads the filters named from the query, trimmed; those
-// given are in the map.
-func queryParams(c *fiber.Ctx, names ...string) map[string]string {
-	m := map[string]string{}
-	for _, n := range names {
-		if v := strings.TrimSpace(c.Query(n)); v != "" {
-			m[n] = v
-		}
-	}
-	return m
-}
 
 // orderListing is the List of orders (CONTRACT §4).
 var orderListing = &listing{
