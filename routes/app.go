@@ -202,6 +202,15 @@ var funcs = template.FuncMap{
 	"title":    statusTitle,
 	"statuses": func() []store.Status { return store.Statuses },
 	"mainID":   func() string { return mainID },
+	// resource is a served resource by its plural, for the navigation.
+	"resource": func(plural string) *resource {
+		for _, r := range resources {
+			if r.Plural == plural {
+				return r
+			}
+		}
+		return nil
+	},
 	"noticeID": func() string { return noticeID },
 	"alertID":  func() string { return alertID },
 	// wbrEmail lets an email address break after "@" and before ".".

@@ -105,6 +105,19 @@ func (m *members[T, In]) showView(rec *T) *view {
 	return v
 }
 
+// pageAfterWrite is the view of a record's page after a write: with its
+// timeline, which the write has just added to.
+func (m *members[T, In]) pageAfterWrite(c *fiber.Ctx, rec *T) (*view, error) {
+	v := m.showView(rec)
+	id, _ := m.ident(rec)
+	h, err := m.timeline(c, id)
+	if err != nil {
+		return nil, err
+	}
+	v.History = h
+	return v, nil
+}
+
 // formView is the view of the New form (cur nil) or of cur's Edit form.
 func (m *members[T, In]) formView(f memberForm[In], cur *T, id int64) *view {
 	v := &view{Title: "New " + m.R.Name, Nav: m.newNav, Form: f}
@@ -190,8 +203,14 @@ func (m *members[T, In]) create(c *fiber.Ctx, rp repr) (*response, error) {
 	}
 	id, _ := m.ident(rec)
 	loc := m.R.MemberPath(id)
+	page := m.showView(rec)
+	if rp == reprFragment {
+		if page, err = m.pageAfterWrite(c, rec); err != nil {
+			return nil, err
+		}
+	}
 	return &response{Status: fiber.StatusCreated, Partial: m.R.Partial("show"),
-		View: m.showView(rec), JSON: rec, Notice: successNotice(m.R.Named(id) + " created."),
+		View: page, JSON: rec, Notice: successNotice(m.R.Named(id) + " created."),
 		Location: loc, PushURL: loc, Redirect: loc}, nil
 }
 
@@ -255,7 +274,13 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		return out, nil
 	}
 	loc := m.R.MemberPath(id)
-	out := &response{Partial: m.R.Partial("show"), View: m.showView(rec),
+	page := m.showView(rec)
+	if rp == reprFragment && !row {
+		if page, err = m.pageAfterWrite(c, rec); err != nil {
+			return nil, err
+		}
+	}
+	out := &response{Partial: m.R.Partial("show"), View: page,
 		JSON: rec, Notice: successNotice(m.R.Named(id) + " saved."), Redirect: loc,
 		// Replaced, not pushed: the edit form's history entry becomes the
 		// record, so Back leads to the page before the edit, never into the

@@ -288,6 +288,8 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		// earlier notice. A page says it once, in its body.
 		out.Notice = errorNotice(sentence(msg))
 	}
+	// The page links back to the list of the resource the path is about.
+	out.View.R = resourceOf(c.Path())
 	return respond(c, r, nil, out)
 }
 

@@ -74,6 +74,21 @@ type resource struct {
 // orderResource is the order resource (CONTRACT §1–§4).
 var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o"}
 
+// resources are the resources the application serves, the first the one
+// "/" leads to.
+var resources = []*resource{orderResource, productResource}
+
+// resourceOf is the resource whose paths path lies under (the first when
+// none): an error page's way back.
+func resourceOf(path string) *resource {
+	for _, r := range resources {
+		if path == r.Path() || strings.HasPrefix(path, r.Path()+"/") {
+			return r
+		}
+	}
+	return resources[0]
+}
+
 // Path is the collection's path: /orders.
 func (r *resource) Path() string { return "/" + r.Plural }
 

@@ -252,7 +252,7 @@ func productDiff(before, after *Product) (map[string]FieldChange, *ItemChanges) 
 	}
 	c.add("sku", b.SKU, after.SKU, created)
 	c.add("name", b.Name, after.Name, created)
-	c.add("unit_price", b.UnitPrice.String(), after.UnitPrice.String(), created && after.UnitPrice == 0)
+	c.add("unit_price", b.UnitPrice.String(), after.UnitPrice.String(), created)
 	c.add("currency", b.Currency, after.Currency, created)
 	if created || b.Active != after.Active {
 		c["active"] = FieldChange{To: after.Active}

@@ -49,11 +49,14 @@
   // Renumber a cloned item row to index n: its form keys (items[N][...])
   // and control ids (items-N-...), and the number people read (N+1),
   // which the server marks with data-row-number wherever a label says it.
-  function renumber(row, n) {
+  // The rows' form key ("items") is the server's: data-rows-key.
+  function rowsKey(tbody) { return (tbody && tbody.getAttribute("data-rows-key")) || "items"; }
+  function renumber(row, n, key) {
+    var byKey = new RegExp(key + "\\[\\d+\\]", "g"), byId = new RegExp(key + "-\\d+-", "g");
     row.querySelectorAll("[name],[id],[for],[aria-describedby]").forEach(function (el) {
       ["name", "id", "for", "aria-describedby"].forEach(function (a) {
         var v = el.getAttribute(a);
-        if (v) el.setAttribute(a, v.replace(/items\[\d+\]/g, "items[" + n + "]").replace(/items-\d+-/g, "items-" + n + "-"));
+        if (v) el.setAttribute(a, v.replace(byKey, key + "[" + n + "]").replace(byId, key + "-" + n + "-"));
       });
     });
     row.querySelectorAll("[data-row-number]").forEach(function (el) { el.textContent = String(n + 1); });
@@ -65,13 +68,14 @@
     // The most rows an order takes: the server says it on the table.
     var most = parseInt(tbody.getAttribute("data-max-rows"), 10);
     if (!rows.length || rows.length >= most) return;
-    var last = rows[rows.length - 1], next = 0;
+    var last = rows[rows.length - 1], next = 0, key = rowsKey(tbody);
+    var numbered = new RegExp(key + "\\[(\\d+)\\]");
     rows.forEach(function (r) {
-      var m = /items\[(\d+)\]/.exec(r.querySelector("input").name);
+      var m = numbered.exec(r.querySelector("input").name);
       if (m) next = Math.max(next, parseInt(m[1], 10) + 1);
     });
     var row = last.cloneNode(true);
-    renumber(row, next);
+    renumber(row, next, key);
     row.querySelectorAll("input").forEach(function (i) { i.value = ""; i.removeAttribute("aria-invalid"); i.removeAttribute("aria-describedby"); });
     row.querySelectorAll("[data-remove-row]").forEach(function (b) { b.value = String(next); });
     row.querySelectorAll(".error-text").forEach(function (e) { e.remove(); });
@@ -308,12 +312,12 @@
   // Inquiry orders.
   function listRows() {
     return Array.prototype.slice.call(document.querySelectorAll(
-      "[data-rows] > tr, [data-results] .inquiry-order"));
+      "[data-rows] > tr, [data-results] [data-entry]"));
   }
 
   function currentRow() {
     var a = document.activeElement;
-    var row = a && a.closest && a.closest("[data-rows] > tr, [data-results] .inquiry-order");
+    var row = a && a.closest && a.closest("[data-rows] > tr, [data-results] [data-entry]");
     return row || document.querySelector("[data-results] .is-current");
   }
 
@@ -446,7 +450,7 @@
   // The highlighted row follows focus: clicking or tabbing elsewhere in
   // the list moves it, leaving the list clears it.
   document.addEventListener("focusin", function (e) {
-    var row = e.target.closest && e.target.closest("[data-rows] > tr, [data-results] .inquiry-order");
+    var row = e.target.closest && e.target.closest("[data-rows] > tr, [data-results] [data-entry]");
     document.querySelectorAll("[data-results] .is-current").forEach(function (r) { if (r !== row) r.classList.remove("is-current"); });
     if (row) row.classList.add("is-current");
   });
