@@ -30,6 +30,10 @@ type historyView struct {
 	// Gone: the record is deleted; its history is still shown, and no note
 	// can be added.
 	Gone bool
+	// Focus puts the focus in the note's field: the answer to a note
+	// (the field cleared after a note, or its message after a 422). htmx
+	// focuses an autofocus field it swaps in; a page load does too.
+	Focus bool
 }
 
 // Head names the newest entry ("0": none): a page that shows the
@@ -107,7 +111,8 @@ func newEntryView(e store.HistoryEntry) entryView {
 			continue
 		}
 		label := fieldLabels[name]
-		if c.From == nil && e.Action == store.ActionCreated {
+		if e.Action == store.ActionCreated {
+			// A create sets its values: there is nothing they changed from.
 			v.Lines = append(v.Lines, label+": "+show(c.To))
 			continue
 		}
@@ -158,6 +163,11 @@ func (m *members[T, In]) historyPage(c *fiber.Ctx, rp repr) (*response, error) {
 	}
 	before := strings.TrimSpace(c.Query("before"))
 	page, err := m.history(c.UserContext(), id, before, store.HistoryPerPage)
+	if err == nil && len(page.Entries) == 0 && before != "" {
+		// Nothing older: the store answers an empty page before any
+		// cursor, so whether the record ever was is asked without one.
+		_, err = m.history(c.UserContext(), id, "", 1)
+	}
 	if err != nil {
 		if store.ErrorCode(err) == store.EINVALID {
 			return nil, badRequest("before must be the cursor of a history entry")
@@ -210,14 +220,7 @@ func (m *members[T, In]) addNote(c *fiber.Ctx, rp repr) (*response, error) {
 	e, err := m.note(c.UserContext(), id, text)
 	if err != nil {
 		if fields := invalidFields(err); fields != nil {
-			h, herr := m.timeline(c, id)
-			if herr != nil {
-				return nil, herr
-			}
-			h.Note, h.NoteErr = text, "Note "+fields["note"]
-			return &response{Status: fiber.StatusUnprocessableEntity, Partial: "partials/timeline", Err: err,
-				View:   &view{Title: m.R.Named(id), Nav: m.R.Plural, History: h},
-				Notice: errorNotice("The note was not added: " + fields["note"] + ".")}, nil
+			return m.invalidNote(c, rp, id, text, fields["note"], err)
 		}
 		return gone(c, rp, m.R, id, err)
 	}
@@ -225,6 +228,7 @@ func (m *members[T, In]) addNote(c *fiber.Ctx, rp repr) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.Focus = true
 	loc := m.R.HistoryPath(id)
 	return &response{Status: fiber.StatusCreated, Partial: "partials/timeline",
 		View: &view{Title: m.R.Named(id), Nav: m.R.Plural, History: h}, JSON: e,
@@ -232,13 +236,46 @@ func (m *members[T, In]) addNote(c *fiber.Ctx, rp repr) (*response, error) {
 		Location: loc, Redirect: m.R.MemberPath(id) + "#" + m.R.Name + "-history"}, nil
 }
 
-// timeline is the latest entries of record id, for its page.
+// invalidNote answers a note the store refused (msg says why; err is
+// the store's error, which JSON answers): a note on a record that is gone
+// is a 404 whatever it says; else a 422 with the form again, the text
+// kept and the message beside it: the timeline for htmx, the record's
+// page around it for a plain form.
+func (m *members[T, In]) invalidNote(c *fiber.Ctx, rp repr, id int64, text, msg string, err error) (*response, error) {
+	h, herr := m.timeline(c, id)
+	if herr != nil {
+		return nil, herr
+	}
+	if h.Gone {
+		return gone(c, rp, m.R, id, store.Errorf(store.ENOTFOUND, "not found"))
+	}
+	h.Note, h.NoteErr, h.Focus = text, msg, true
+	out := &response{Status: fiber.StatusUnprocessableEntity, Partial: "partials/timeline", Err: err, CacheControl: noStore,
+		View:   &view{Title: m.R.Named(id), Nav: m.R.Plural, History: h},
+		Notice: errorNotice("The note was not added: it " + msg + ".")}
+	if rp == reprPage {
+		// Without JavaScript the answer is a whole page: the record's,
+		// with the form again in its timeline.
+		rec, err := m.store.get(c.UserContext(), id)
+		if err != nil {
+			return gone(c, rp, m.R, id, err)
+		}
+		out.Partial, out.View = m.R.Partial("show"), m.showView(rec)
+		out.View.History = h
+	}
+	return out, nil
+}
+
+// timeline is the latest entries of record id, for its page. A record
+// that is gone (its newest entry says it was deleted, or it has no
+// history and no record) gets no note form.
 func (m *members[T, In]) timeline(c *fiber.Ctx, id int64) (*historyView, error) {
 	page, err := m.history(c.UserContext(), id, "", timelineLength)
 	if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		return nil, err
 	}
-	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries)}
+	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries), Gone: err != nil ||
+		(len(page.Entries) > 0 && page.Entries[0].Action == store.ActionDeleted)}
 	if page.Next != "" {
 		h.Next = m.R.HistoryPath(id) + "?before=" + page.Next
 	}
