@@ -47,10 +47,29 @@ type ackedProducts struct {
 	hot       []int64
 	counts    map[string]int
 	problems  []string
+	// For the history check, as acked has them.
+	versions    map[int64]map[int64]bool
+	lost        map[int64]map[int64]bool
+	lostCreates int
+	delVersion  map[int64]int64
 }
 
 func newAckedProducts() *ackedProducts {
-	return &ackedProducts{products: map[int64]productJSON{}, deleted: map[int64]string{}, maybeGone: map[int64]bool{}, counts: map[string]int{}}
+	return &ackedProducts{products: map[int64]productJSON{}, deleted: map[int64]string{}, maybeGone: map[int64]bool{}, counts: map[string]int{},
+		versions: map[int64]map[int64]bool{}, lost: map[int64]map[int64]bool{}, delVersion: map[int64]int64{}}
+}
+
+// unknown records a write whose answer was lost: a create (id 0), or a
+// write to product id carrying version.
+func (a *ackedProducts) unknown(id, version int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.counts["unknown"]++
+	if id == 0 {
+		a.lostCreates++
+		return
+	}
+	addTo(a.lost, id, version)
 }
 
 func (a *ackedProducts) count(what string) {
@@ -72,6 +91,7 @@ func (a *ackedProducts) problem(what, format string, args ...any) {
 func (a *ackedProducts) ack(p productJSON) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	addTo(a.versions, p.ID, p.Version)
 	if _, gone := a.deleted[p.ID]; gone {
 		return
 	}
@@ -105,6 +125,8 @@ type catalogue struct {
 	ClaimDangling int // a claim that names no product, or one with another SKU
 	RepairFound   int // problems store.Repair reports in check mode
 	LoadProblems  int // wrong answers the load got (a stale version accepted, ...)
+	// History is what the products' histories say (history_test.go).
+	History *histories
 
 	mu      sync.Mutex
 	details []string
@@ -112,7 +134,8 @@ type catalogue struct {
 
 func (c *catalogue) problems() int {
 	return c.SharedSKU + c.WrongTotal + c.Duplicate + c.Missing + c.Dangling + c.WrongList + c.StaleRow + c.Unreadable +
-		c.OlderThanAck + c.DeletedExists + c.SearchMissing + c.ClaimMissing + c.ClaimDangling + c.RepairFound + c.LoadProblems
+		c.OlderThanAck + c.DeletedExists + c.SearchMissing + c.ClaimMissing + c.ClaimDangling + c.RepairFound + c.LoadProblems +
+		c.History.problems()
 }
 
 func (c *catalogue) add(field *int, format string, args ...any) {
@@ -132,9 +155,10 @@ func (c *catalogue) String() string {
 	return fmt.Sprintf("%d products exist, %d listed, %d acknowledged live products and %s; problems: "+
 		"%d SKUs shared, %d wrong totals, %d duplicates, %d missing from a list, %d listed but missing, %d in the wrong list, %d stale rows, "+
 		"%d acknowledged but unreadable, %d older than acknowledged, %d deleted but readable, %d not found by SKU, "+
-		"%d claims missing, %d claims dangling, %d found by the repair check, %d wrong answers to the load",
+		"%d claims missing, %d claims dangling, %d found by the repair check, %d wrong answers to the load; %v",
 		c.Exist, c.Listed, c.Live, redisChecks, c.SharedSKU, c.WrongTotal, c.Duplicate, c.Missing, c.Dangling, c.WrongList,
-		c.StaleRow, c.Unreadable, c.OlderThanAck, c.DeletedExists, c.SearchMissing, c.ClaimMissing, c.ClaimDangling, c.RepairFound, c.LoadProblems)
+		c.StaleRow, c.Unreadable, c.OlderThanAck, c.DeletedExists, c.SearchMissing, c.ClaimMissing, c.ClaimDangling, c.RepairFound, c.LoadProblems,
+		c.History)
 }
 
 // wantCatalogue fails the test with the details when c found a problem.
@@ -185,10 +209,12 @@ func walkProducts(base, query string) (rows []productJSON, totals []int64, err e
 
 // checkCatalogue checks the products of the app at base, and of the store
 // st over rdb (prefix: st's key prefix; st nil: HTTP only), against what a
-// load acknowledged (a may be nil: the catalogue's own consistency only).
+// load acknowledged (a may be nil: the catalogue's own consistency only),
+// their histories too (checkHistories).
 func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.UniversalClient, prefix string, a *ackedProducts) *catalogue {
 	t.Helper()
 	c := &catalogue{}
+	loaded := a != nil
 	if a == nil {
 		a = newAckedProducts()
 	}
@@ -357,6 +383,20 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 		}
 		if !found {
 			c.add(&c.SearchMissing, "q=%s does not find product %d among %d rows", p.SKU, id, len(rows))
+		}
+	}
+
+	// Every product's history, up to the highest id anyone saw.
+	current := map[int64]int64{}
+	for id, p := range records {
+		current[id] = p.Version
+		maxID = max(maxID, id)
+	}
+	c.History = checkHistories(base, "/products", maxID, current, historyAcks{known: loaded, versions: a.versions, lost: a.lost,
+		lostCreates: a.lostCreates, deleted: a.delVersion, maybeGone: a.maybeGone})
+	for _, d := range c.History.details {
+		if len(c.details) < 60 {
+			c.details = append(c.details, "history: "+d)
 		}
 	}
 

@@ -47,11 +47,40 @@ type acked struct {
 	// products is what the product writers running beside the order
 	// writers were told (productStep).
 	products *ackedProducts
+	// What the history check needs (history_test.go): every version an
+	// order was acknowledged at, the versions carried by writes whose
+	// answer was lost, how many creates were lost, and the version each
+	// acknowledged delete carried.
+	versions    map[int64]map[int64]bool
+	lost        map[int64]map[int64]bool
+	lostCreates int
+	delVersion  map[int64]int64
 }
 
 func newAcked() *acked {
 	return &acked{orders: map[int64]orderJSON{}, deleted: map[int64]string{}, maybeGone: map[int64]bool{},
-		names: map[int64]map[string]bool{}, counts: map[string]int{}, products: newAckedProducts()}
+		names: map[int64]map[string]bool{}, counts: map[string]int{}, products: newAckedProducts(),
+		versions: map[int64]map[int64]bool{}, lost: map[int64]map[int64]bool{}, delVersion: map[int64]int64{}}
+}
+
+// unknown records a write whose answer was lost: a create (id 0), or a
+// write to order id carrying version (it may have happened).
+func (a *acked) unknown(id, version int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.counts["unknown"]++
+	if id == 0 {
+		a.lostCreates++
+		return
+	}
+	addTo(a.lost, id, version)
+}
+
+// historyAcks is what the order writers were told, for checkHistories.
+// The caller holds a.mu.
+func (a *acked) historyAcks() historyAcks {
+	return historyAcks{known: true, versions: a.versions, lost: a.lost, lostCreates: a.lostCreates,
+		deleted: a.delVersion, maybeGone: a.maybeGone}
 }
 
 func (a *acked) count(what string) {
@@ -79,6 +108,7 @@ func (a *acked) ack(o orderJSON) {
 		a.names[o.ID] = map[string]bool{}
 	}
 	a.names[o.ID][o.Customer] = true
+	addTo(a.versions, o.ID, o.Version)
 	if _, gone := a.deleted[o.ID]; gone {
 		return
 	}
@@ -149,11 +179,13 @@ func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
 	put := func(id int64, v map[string]any) (*testutil.Resp, error) {
 		return call(base, http.MethodPut, path(id), "application/json", jsonOf(v), testutil.HJSON)
 	}
-	ackOf := func(kind string) func(r *testutil.Resp, err error) (productJSON, bool) {
+	// ackOf(kind, id, version) records the outcome of a write of that kind
+	// to product id (0: a create) carrying version.
+	ackOf := func(kind string, id, version int64) func(r *testutil.Resp, err error) (productJSON, bool) {
 		return func(r *testutil.Resp, err error) (productJSON, bool) {
 			var p productJSON
 			if err != nil || r.Status >= 500 {
-				a.count("unknown")
+				a.unknown(id, version)
 				return p, false
 			}
 			switch r.Status {
@@ -183,7 +215,7 @@ func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
 	if id == 0 || op < 20 {
 		r, err := call(base, http.MethodPost, "/products", "application/json", jsonOf(map[string]any{
 			"sku": sku(), "name": fmt.Sprintf("W%02d n%07d", w, i), "unit_price": price(), "active": rnd.IntN(4) > 0}), testutil.HJSON)
-		if p, ok := ackOf("created")(r, err); ok {
+		if p, ok := ackOf("created", 0, 0)(r, err); ok {
 			a.mu.Lock()
 			a.hot = append(a.hot, p.ID)
 			if len(a.hot) > 20 {
@@ -203,11 +235,11 @@ func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
 	}
 	switch {
 	case op < 40:
-		ackOf("updated")(put(id, map[string]any{"name": fmt.Sprintf("W%02d r%07d", w, i), "unit_price": price(), "version": p.Version}))
+		ackOf("updated", id, p.Version)(put(id, map[string]any{"name": fmt.Sprintf("W%02d r%07d", w, i), "unit_price": price(), "version": p.Version}))
 	case op < 55:
-		ackOf("updated")(put(id, map[string]any{"sku": sku(), "version": p.Version}))
+		ackOf("updated", id, p.Version)(put(id, map[string]any{"sku": sku(), "version": p.Version}))
 	case op < 65:
-		ackOf("updated")(put(id, map[string]any{"active": !p.Active, "version": p.Version}))
+		ackOf("updated", id, p.Version)(put(id, map[string]any{"active": !p.Active, "version": p.Version}))
 	case op < 78:
 		if p.Version < 2 {
 			return
@@ -217,14 +249,14 @@ func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
 			a.problem("stale accepted", "PUT product %d with version %d (it was at v%d) answered %d", id, p.Version-1, p.Version, r.Status)
 			return
 		}
-		ackOf("updated")(r, err)
+		ackOf("updated", id, p.Version-1)(r, err)
 	default:
 		var wg sync.WaitGroup
 		var putWon, delWon bool
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, putWon = ackOf("updated")(put(id, map[string]any{"unit_price": price(), "version": p.Version}))
+			_, putWon = ackOf("updated", id, p.Version)(put(id, map[string]any{"unit_price": price(), "version": p.Version}))
 		}()
 		go func() {
 			defer wg.Done()
@@ -235,9 +267,11 @@ func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
 			case err != nil || r.Status >= 500:
 				a.maybeGone[id] = true
 				a.counts["unknown"]++
+				addTo(a.lost, id, p.Version)
 			case r.Status == http.StatusNoContent:
 				delWon = true
 				a.deleted[id] = p.SKU
+				a.delVersion[id] = p.Version
 				delete(a.products, id)
 				a.counts["deleted"]++
 			default:
@@ -274,12 +308,13 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 	put := func(id int64, v map[string]any) (*testutil.Resp, error) {
 		return call(base, http.MethodPut, path(id), "application/json", jsonOf(v), testutil.HJSON)
 	}
-	// ackOf(kind) records the outcome of a write of that kind; it reports
-	// whether it was acknowledged.
-	ackOf := func(kind string) func(r *testutil.Resp, err error) bool {
+	// ackOf(kind, id, version) records the outcome of a write of that kind
+	// to order id (0: a create) carrying version; it reports whether it
+	// was acknowledged.
+	ackOf := func(kind string, id, version int64) func(r *testutil.Resp, err error) bool {
 		return func(r *testutil.Resp, err error) bool {
 			if err != nil || r.Status >= 500 {
-				a.count("unknown")
+				a.unknown(id, version)
 				return false
 			}
 			switch r.Status {
@@ -305,7 +340,7 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 	if id == 0 || op < 20 {
 		r, err := call(base, http.MethodPost, "/orders", "application/json",
 			jsonOf(map[string]any{"customer": chaosName("K", rnd, w, i), "items": chaosItems(rnd)}), testutil.HJSON)
-		if ackOf("created")(r, err) {
+		if ackOf("created", 0, 0)(r, err) {
 			var o orderJSON
 			_ = r.Decode(&o)
 			a.mu.Lock()
@@ -327,18 +362,18 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 	}
 	switch {
 	case op < 40: // a rename with the fresh version
-		ackOf("updated")(put(id, map[string]any{"customer": chaosName("R", rnd, w, i), "version": o.Version}))
+		ackOf("updated", id, o.Version)(put(id, map[string]any{"customer": chaosName("R", rnd, w, i), "version": o.Version}))
 	case op < 55: // a status change along the lifecycle
 		next := nextStatus[o.Status]
 		if len(next) == 0 {
 			return
 		}
-		ackOf("updated")(put(id, map[string]any{"status": next[rnd.IntN(len(next))], "version": o.Version}))
+		ackOf("updated", id, o.Version)(put(id, map[string]any{"status": next[rnd.IntN(len(next))], "version": o.Version}))
 	case op < 62: // new items (a new total) while they may still change
 		if o.Status != "pending" && o.Status != "confirmed" {
 			return
 		}
-		ackOf("updated")(put(id, map[string]any{"items": chaosItems(rnd), "version": o.Version}))
+		ackOf("updated", id, o.Version)(put(id, map[string]any{"items": chaosItems(rnd), "version": o.Version}))
 	case op < 75: // a stale version: the stored one is o.Version or later
 		if o.Version < 2 {
 			return
@@ -348,14 +383,14 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 			a.problem("stale accepted", "PUT order %d with version %d (it was at v%d) answered %d", id, o.Version-1, o.Version, r.Status)
 			return
 		}
-		ackOf("updated")(r, err)
+		ackOf("updated", id, o.Version-1)(r, err)
 	default: // a DELETE racing a PUT that carries the same version
 		var wg sync.WaitGroup
 		var putWon bool
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			putWon = ackOf("updated")(put(id, map[string]any{"notes": fmt.Sprintf("racing %d/%d", w, i), "version": o.Version}))
+			putWon = ackOf("updated", id, o.Version)(put(id, map[string]any{"notes": fmt.Sprintf("racing %d/%d", w, i), "version": o.Version}))
 		}()
 		var delWon bool
 		go func() {
@@ -367,9 +402,11 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 			case err != nil || r.Status >= 500:
 				a.maybeGone[id] = true
 				a.counts["unknown"]++
+				addTo(a.lost, id, o.Version)
 			case r.Status == http.StatusNoContent:
 				delWon = true
 				a.deleted[id] = o.Customer
+				a.delVersion[id] = o.Version
 				delete(a.orders, id)
 				a.counts["deleted"]++
 			case r.Status == http.StatusConflict:

@@ -35,6 +35,8 @@ type invariants struct {
 	SearchStale   int // q=<a word of an old name> finds something
 	StaleAccepted int // a PUT with an older version answered 2xx
 	BothWon       int // a DELETE and a PUT carrying the same version both answered 2xx
+	// History is what the orders' histories say (history_test.go).
+	History *histories
 
 	mu      sync.Mutex
 	details []string
@@ -42,7 +44,7 @@ type invariants struct {
 
 func (v *invariants) problems() int {
 	return v.WrongTotal + v.Duplicate + v.Missing + v.Dangling + v.WrongList + v.StaleRow + v.Unreadable +
-		v.OlderThanAck + v.DeletedExists + v.SearchMissing + v.SearchStale + v.StaleAccepted + v.BothWon
+		v.OlderThanAck + v.DeletedExists + v.SearchMissing + v.SearchStale + v.StaleAccepted + v.BothWon + v.History.problems()
 }
 
 func (v *invariants) add(field *int, format string, args ...any) {
@@ -58,9 +60,9 @@ func (v *invariants) String() string {
 	return fmt.Sprintf("%d orders exist, %d listed, %d acknowledged live orders and %d name searches checked; problems: "+
 		"%d wrong totals, %d duplicates, %d missing from a list, %d listed but missing, %d in the wrong list, "+
 		"%d stale rows, %d acknowledged but unreadable, %d older than acknowledged, %d deleted but readable or found, "+
-		"%d not found by name, %d found by an old name, %d stale versions accepted, %d delete and PUT of one version both won",
+		"%d not found by name, %d found by an old name, %d stale versions accepted, %d delete and PUT of one version both won; %v",
 		v.Exist, v.Listed, v.Live, v.Searches, v.WrongTotal, v.Duplicate, v.Missing, v.Dangling, v.WrongList, v.StaleRow,
-		v.Unreadable, v.OlderThanAck, v.DeletedExists, v.SearchMissing, v.SearchStale, v.StaleAccepted, v.BothWon)
+		v.Unreadable, v.OlderThanAck, v.DeletedExists, v.SearchMissing, v.SearchStale, v.StaleAccepted, v.BothWon, v.History)
 }
 
 // listPage is one page of GET /orders as JSON.
@@ -120,8 +122,11 @@ var statuses = []string{"pending", "confirmed", "shipped", "delivered", "cancell
 // total is the number of rows its list holds; every acknowledged order is
 // there at its acknowledged version or later; no acknowledged delete is
 // readable or found; and a search for a word of an order's name finds it
-// while a word of a name it had before finds nothing. a may be empty
-// (newAcked()): then only the collection's own consistency is checked.
+// while a word of a name it had before finds nothing; and every order's
+// history has exactly one entry per version, each acknowledged version
+// among them, and none a write nobody was told about could not have made
+// (checkHistories). a may be empty (newAcked()): then only the
+// collection's own consistency is checked.
 func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	t.Helper()
 	v := &invariants{}
@@ -389,6 +394,19 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	wg.Wait()
 	if len(failed) > 0 {
 		t.Fatalf("searching failed:\n%s", strings.Join(failed, "\n"))
+	}
+
+	// Every order's history, up to the highest id anyone saw.
+	current := map[int64]int64{}
+	for id, o := range records {
+		current[id] = o.Version
+		maxID = max(maxID, id)
+	}
+	v.History = checkHistories(base, "/orders", maxID, current, a.historyAcks())
+	for _, d := range v.History.details {
+		if len(v.details) < 60 {
+			v.details = append(v.details, "history: "+d)
+		}
 	}
 	return v
 }
