@@ -127,6 +127,8 @@ func TestAccessibility(t *testing.T) {
 	a, s, c := strconv.FormatInt(pending.ID, 10), strconv.FormatInt(shipped.ID, 10), strconv.FormatInt(cancelled.ID, 10)
 	cat := seedCatalogue(t, e.store)
 	mug, inactive := strconv.FormatInt(cat.mug.ID, 10), strconv.FormatInt(cat.cap.ID, 10)
+	hist := seedHistory(t, e.store)
+	histOrder := "/orders/" + strconv.FormatInt(hist.order, 10)
 	bumpProduct := func(p *store.Product) {
 		t.Helper()
 		name := "Enamel mug " + time.Now().Format("150405.000000000")
@@ -157,6 +159,10 @@ func TestAccessibility(t *testing.T) {
 		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
 		"/products/99999",
 	}
+	// Issue 11: a record's page whose timeline holds notes and changes,
+	// its history (a page, the older page), a deleted order's history, a
+	// product's.
+	pages = append(pages, hist.pages()...)
 	for _, scheme := range []string{"light", "dark"} {
 		e.colorScheme(t, scheme)
 		for _, p := range pages {
@@ -167,7 +173,8 @@ func TestAccessibility(t *testing.T) {
 		// their labels.
 		e.do(t, scheme+" phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
 		for _, p := range []string{"/orders", "/orders/new", "/orders/" + a, "/orders/inquiry", "/orders/" + a + "?confirm=delete",
-			"/products", "/products/new", "/products/" + mug, "/products/" + mug + "?confirm=delete"} {
+			"/products", "/products/new", "/products/" + mug, "/products/" + mug + "?confirm=delete",
+			histOrder, histOrder + "/history"} {
 			e.do(t, scheme+" phone open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 			e.axe(t, axe, scheme+" phone "+p)
 		}
@@ -290,5 +297,16 @@ func TestAccessibility(t *testing.T) {
 			chromedp.WaitVisible(css("dialog#shortcuts")))
 		e.axe(t, axe, scheme+" product list with a current row and the shortcuts")
 		e.do(t, scheme+" close product shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
+
+		// Issue 11: a note refused (its message beside the field, the
+		// alert), then a note added (the timeline swapped, the notice).
+		e.do(t, scheme+" note 422", chromedp.Navigate(e.base+histOrder), chromedp.WaitVisible(css("#order-history-note")),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("#order-history .note-form").noValidate = true`),
+			chromedp.Click(css("#order-history .note-form button[type=submit]")), chromedp.WaitVisible(css("#order-history-note-err")))
+		e.axe(t, axe, scheme+" note 422")
+		e.do(t, scheme+" note added", chromedp.SendKeys(css("#order-history-note"), "Checked in the "+scheme+" scheme."),
+			chromedp.Click(css("#order-history .note-form button[type=submit]")), chromedp.WaitNotPresent(css("#order-history-note-err")))
+		e.waitText(t, "#notice", "Note added")
+		e.axe(t, axe, scheme+" note added")
 	}
 }

@@ -436,6 +436,23 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("product-gone-put", hreq{method: "POST", path: "/products/" + gonePID, want: 404,
 		form: url.Values{"_method": {"PUT"}, "name": {"Old stock"}}})
 
+	// Issue 11: histories and notes: a record's page whose timeline holds
+	// notes and changes, its history and the older page, a deleted order's
+	// history, a product's; a cursor that is no cursor; a note refused
+	// (the page without JavaScript, the timeline for htmx) and added.
+	hist := seedHistory(t, st)
+	for i, p := range hist.pages() {
+		name := []string{"history-show", "history", "history-older", "history-deleted", "history-product-show", "history-product"}[i]
+		d.fetch(name, hreq{method: "GET", path: p, want: 200})
+		d.fetch(name, hreq{method: "GET", path: p, fragment: true, want: 200})
+	}
+	notes := hist.pages()[1]
+	d.fetch("history-bad-cursor", hreq{method: "GET", path: notes + "?before=x", want: 400})
+	d.fetch("history-bad-cursor", hreq{method: "GET", path: notes + "?before=x", fragment: true, want: 400})
+	d.fetch("note-422", hreq{method: "POST", path: notes, form: url.Values{"note": {" "}}, want: 422})
+	d.fetch("note-422", hreq{method: "POST", path: notes, form: url.Values{"note": {strings.Repeat("<&>", 700)}}, target: "section#order-history", want: 422})
+	d.fetch("note-added", hreq{method: "POST", path: notes, form: url.Values{"note": {"Checked <b>twice</b> & co.\nOK."}}, target: "section#order-history", want: 201})
+
 	started := time.Now()
 	msgs := runVNU(t, java, jar, d.files)
 	t.Logf("vnu checked %d documents in %s", len(d.files), time.Since(started).Round(time.Millisecond))

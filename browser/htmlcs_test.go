@@ -84,17 +84,25 @@ func TestHTMLCodeSniffer(t *testing.T) {
 	a, s := strconv.FormatInt(pending.ID, 10), strconv.FormatInt(shipped.ID, 10)
 	cat := seedCatalogue(t, e.store)
 	mug, inactive := strconv.FormatInt(cat.mug.ID, 10), strconv.FormatInt(cat.cap.ID, 10)
-	for _, p := range []string{
+	hist := seedHistory(t, e.store)
+	for _, p := range append([]string{
 		"/orders", "/orders?sort=customer&per_page=2&page=2", "/orders?from=2000-01-01&to=2999-12-31&status=pending",
 		"/orders?page=999", "/orders/inquiry", "/orders/" + a, "/orders/" + s, "/orders/new",
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit",
 		// Issue 10: the product catalogue's pages.
 		"/products", "/products?q=gel", "/products?q=zzzz", "/products?active=false&sort=-name", "/products?per_page=2&page=2",
 		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
-	} {
+		// Issue 11: the seeded histories (hist.pages).
+	}, hist.pages()...) {
 		e.do(t, "open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 		e.htmlcs(t, string(src), p)
 	}
+
+	// Issue 11: a note refused: the field with its message.
+	e.do(t, "note 422", chromedp.Navigate(e.base+hist.pages()[0]), chromedp.WaitVisible(css("#order-history-note")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#order-history .note-form").noValidate = true`),
+		chromedp.Click(css("#order-history .note-form button[type=submit]")), chromedp.WaitVisible(css("#order-history-note-err")))
+	e.htmlcs(t, string(src), "note 422")
 
 	// Issue 10: the product forms as a person meets them after sending:
 	// the New form's 422 (a duplicate SKU), a List row's inline form and
