@@ -33,6 +33,8 @@ type listing struct {
 	Columns map[string]store.Sort
 	// Words says a sort in words: "newest first", "by SKU, A to Z".
 	Words func(store.Sort) string
+	// SearchHint is the search box's placeholder: what q matches.
+	SearchHint string
 	// Params are the filters' query keys, in the order URLs write them.
 	Params []string
 	// Describe says the filters in words (params has only those given):
@@ -96,10 +98,11 @@ func (l *listView) Shown() bool { return l.Page.N > 0 }
 
 // orderListing is the List of orders (CONTRACT §4).
 var orderListing = &listing{
-	Sorts:   store.Sorts,
-	Columns: map[string]store.Sort{"created": store.SortCreatedDesc, "customer": store.SortCustomer, "updated": store.SortUpdatedDesc, "total": store.SortTotalDesc},
-	Words:   orderSortWords,
-	Params:  []string{"status", "from", "to"},
+	Sorts:      store.Sorts,
+	Columns:    map[string]store.Sort{"created": store.SortCreatedDesc, "customer": store.SortCustomer, "updated": store.SortUpdatedDesc, "total": store.SortTotalDesc},
+	Words:      orderSortWords,
+	SearchHint: "Name, email, SKU or order number",
+	Params:     []string{"status", "from", "to"},
 	Describe: func(p map[string]string) (title []string, empty string) {
 		if s := p["status"]; s != "" {
 			title = append(title, s)
@@ -294,6 +297,9 @@ func (l *listView) KeepSort() bool { return !l.Inquiry && l.Sort != l.listing.So
 // KeepPerPage says the search form carries a page size that is not the
 // default.
 func (l *listView) KeepPerPage() bool { return l.PerPage != store.DefaultPerPage }
+
+// SearchHint is the search box's placeholder.
+func (l *listView) SearchHint() string { return l.listing.SearchHint }
 
 // QueryMax is the longest search the store reads: the search box's maxlength.
 func (l *listView) QueryMax() int { return store.MaxQuery }

@@ -55,7 +55,8 @@ var productListing = &listing{
 		}
 		return asc
 	},
-	Params: []string{"active"},
+	SearchHint: "SKU, name or product number",
+	Params:     []string{"active"},
 	Describe: func(p map[string]string) (title []string, empty string) {
 		switch p["active"] {
 		case "true":
