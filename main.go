@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,6 +63,11 @@ type config struct {
 	snapshotEvery time.Duration
 	// authUser and authPassword turn on HTTP basic auth (both or neither).
 	authUser, authPassword string
+	// eventHeartbeat and maxStreams: the live update streams' heartbeat
+	// interval and most streams open at once; 0 is routes' default (20 s,
+	// 1000). Only ORDERS_EVENT_HEARTBEAT and ORDERS_MAX_STREAMS set them.
+	eventHeartbeat time.Duration
+	maxStreams     int
 }
 
 // parseConfig reads the flags in args and the variables lookupEnv finds
@@ -109,6 +115,16 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 			return c, fmt.Errorf("ORDERS_SNAPSHOT_INTERVAL must be a positive duration such as 500ms, not %q", v)
 		}
 	}
+	if v := env("ORDERS_EVENT_HEARTBEAT", ""); v != "" {
+		if c.eventHeartbeat, err = time.ParseDuration(v); err != nil || c.eventHeartbeat <= 0 {
+			return c, fmt.Errorf("ORDERS_EVENT_HEARTBEAT must be a positive duration such as 15s, not %q", v)
+		}
+	}
+	if v := env("ORDERS_MAX_STREAMS", ""); v != "" {
+		if c.maxStreams, err = strconv.Atoi(v); err != nil || c.maxStreams <= 0 {
+			return c, fmt.Errorf("ORDERS_MAX_STREAMS must be a positive whole number, not %q", v)
+		}
+	}
 	return c, nil
 }
 
@@ -145,7 +161,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		defer closeAndKeep(closeStore, &err)
 		return repair(ctx, st, stdout)
 	}
-	app, closeStore, err := newApp(ctx, cfg, log, stderr)
+	var inFlight atomic.Int64
+	app, closeStore, err := newApp(ctx, cfg, &inFlight, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -165,7 +182,22 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return app.ShutdownWithContext(sctx)
+	err = app.ShutdownWithContext(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// fasthttp waits for every connection, not only for requests: a
+		// connection with no request in it (a client's spare one, dialled
+		// and never used, which fasthttp closes only after 5 s) is no work
+		// cut short. The process exits 0 then, and says so; requests still
+		// being handled make it exit non-zero.
+		open := app.Server().GetOpenConnectionsCount()
+		if n := inFlight.Load(); n > 0 {
+			log.Error("the drain ended with requests still being handled", "requests", n, "connections", open)
+			return err
+		}
+		log.Warn("the drain ended with connections open but no request being handled; they are closed", "connections", open)
+		return nil
+	}
+	return err
 }
 
 // closeAndKeep calls closeStore and makes its error *err unless there is
@@ -185,7 +217,7 @@ func closeAndKeep(closeStore func() error, err *error) {
 // static files embedded in the binary. closeStore closes the store (the
 // embedded one writes its last snapshot); the reconciler and a pending
 // upgrade stop with ctx.
-func newApp(ctx context.Context, cfg config, log *slog.Logger, stderr io.Writer) (app *fiber.App, closeStore func() error, err error) {
+func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, log *slog.Logger, stderr io.Writer) (app *fiber.App, closeStore func() error, err error) {
 	st, closeSt, err := openStore(cfg, log, stderr)
 	if err != nil {
 		return nil, nil, err
@@ -235,7 +267,8 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger, stderr io.Writer)
 	}
 
 	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
-		AuthUser: cfg.authUser, AuthPassword: cfg.authPassword, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies})
+		AuthUser: cfg.authUser, AuthPassword: cfg.authPassword, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
+		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight})
 	if err != nil {
 		return nil, nil, err
 	}

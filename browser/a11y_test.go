@@ -238,22 +238,50 @@ func TestAccessibility(t *testing.T) {
 		e.do(t, scheme+" close shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
 
 		// Issue 9 #10: acting on an order deleted elsewhere, in a list row
-		// and on the order's page.
+		// and on the order's page (pages that no longer hear live updates:
+		// withoutLive).
 		gone := createOrder(t, e.store, "Deleted Elsewhere", "")
 		goneRow := fmt.Sprintf("#order-row-%d", gone.ID)
-		e.do(t, scheme+" list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(goneRow)))
+		e.do(t, scheme+" list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(goneRow)), withoutLive())
 		if err := e.store.Delete(context.Background(), gone.ID, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, scheme+" edit a deleted row", chromedp.Click(css(goneRow+" a[hx-get]")), chromedp.WaitVisible(css(goneRow+".gone")))
 		e.axe(t, axe, scheme+" row of an order deleted elsewhere")
 		gone = createOrder(t, e.store, "Deleted Elsewhere", "")
-		e.do(t, scheme+" order page", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", gone.ID)), chromedp.WaitVisible(css("#order")))
+		e.do(t, scheme+" order page", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", gone.ID)), chromedp.WaitVisible(css("#order")), withoutLive())
 		if err := e.store.Delete(context.Background(), gone.ID, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, scheme+" confirm a deleted order", chromedp.Click(css(".transitions button")), chromedp.WaitVisible(css("#error")))
 		e.axe(t, axe, scheme+" order page after acting on a deleted order")
+
+		// Issue 11: live updates. A List that heard of a new order, of a
+		// deleted one and of a change to the order whose row is being
+		// edited; an order's page that heard of a change while a note was
+		// being typed, then of its order's delete.
+		changed, deleted := createOrder(t, e.store, "Changed Elsewhere", ""), createOrder(t, e.store, "Deleted Elsewhere", "")
+		changedRow, deletedRow := fmt.Sprintf("#order-row-%d", changed.ID), fmt.Sprintf("#order-row-%d", deleted.ID)
+		e.openLive(t, "/orders")
+		e.do(t, scheme+" live inline edit", chromedp.Click(css(changedRow+" a[hx-get]")),
+			chromedp.WaitVisible(css(fmt.Sprintf("#row-%d-customer", changed.ID))))
+		bump(changed)
+		createOrder(t, e.store, "Created Elsewhere", "")
+		if err := e.store.Delete(context.Background(), deleted.ID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.do(t, scheme+" live news", chromedp.WaitVisible(css("[data-live-show]")), chromedp.WaitVisible(css(changedRow+" [data-live-compare]")),
+			chromedp.WaitVisible(css(deletedRow+".gone")))
+		e.axe(t, axe, scheme+" list after live updates")
+		e.openLive(t, fmt.Sprintf("/orders/%d", changed.ID))
+		e.do(t, scheme+" live note", chromedp.SendKeys(css("#order-history-note"), "typing"))
+		bump(changed)
+		e.do(t, scheme+" live change", chromedp.WaitVisible(css(".note-form [data-live-notice]")))
+		if err := e.store.Delete(context.Background(), changed.ID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.do(t, scheme+" live delete", chromedp.WaitVisible(css("#order .live-gone-note")), chromedp.WaitVisible(css("#order-history .entry-deleted")))
+		e.axe(t, axe, scheme+" order page after live updates")
 
 		// Issue 10: the product List's inline edit, its errors, its
 		// conflict and the notice after a save (at 360 px: the cards); the

@@ -62,7 +62,13 @@ func serve(t *testing.T) (string, *store.Store) {
 // Redis client with the given hooks (a delay).
 func serveWith(t *testing.T, opts store.Options, hooks ...redis.Hook) (string, *store.Store) {
 	t.Helper()
-	m := miniredis.RunT(t)
+	return serveOn(t, miniredis.RunT(t), opts, hooks...)
+}
+
+// serveOn is serveWith over a given Redis: several instances of the
+// application can share one (browser/live_test.go).
+func serveOn(t *testing.T, m *miniredis.Miniredis, opts store.Options, hooks ...redis.Hook) (string, *store.Store) {
+	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	for _, h := range hooks {
 		rdb.AddHook(h)
@@ -88,7 +94,12 @@ func startWith(t *testing.T, javascript bool, so store.Options, hooks ...redis.H
 	t.Helper()
 	exe := chromiumPath(t)
 	base, st := serveWith(t, so, hooks...)
+	return openTab(t, browser(t, exe), base, st, javascript)
+}
 
+// browser starts Chromium (exe) for the test; it lives until the test ends.
+func browser(t *testing.T, exe string) context.Context {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -102,11 +113,18 @@ func startWith(t *testing.T, javascript bool, so store.Options, hooks ...redis.H
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelC(); cancelA() })
-	e := &env{base: base, ctx: ctx, store: st}
 	// The first Do starts the browser; the browser lives as long as ctx.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
+	return ctx
+}
+
+// openTab is the env of a tab (ctx) on the application at base: its console
+// and dialogs watched, JavaScript on or off.
+func openTab(t *testing.T, ctx context.Context, base string, st *store.Store, javascript bool) *env {
+	t.Helper()
+	e := &env{base: base, ctx: ctx, store: st}
 	messages := chromedp.Console(ctx)
 	go func() {
 		for msg, err := range messages {

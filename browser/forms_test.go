@@ -393,7 +393,9 @@ func TestFormLayoutHolds(t *testing.T) {
 // TestDeletedElsewhere (defect 10): acting on an order deleted in another
 // tab says so, with a link back to the list, in the representation asked
 // for: the order's page (status change, save, delete), a list row (inline
-// edit, save, delete), a plain form without JavaScript.
+// edit, save, delete), a plain form without JavaScript. The pages do not
+// follow live updates here (withoutLive: as after a lost connection); one
+// that does marks the order deleted itself (browser/live_test.go).
 func TestDeletedElsewhere(t *testing.T) {
 	e := start(t, true)
 	e.failedLoads = []string{"404"}
@@ -418,20 +420,20 @@ func TestDeletedElsewhere(t *testing.T) {
 
 	// On the order's page: a status change, a save, a delete.
 	a := createOrder(t, e.store, "Ada Lovelace", "")
-	e.do(t, "open order", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", a.ID)), chromedp.WaitVisible(css("#order")))
+	e.do(t, "open order", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", a.ID)), chromedp.WaitVisible(css("#order")), withoutLive())
 	gone(a.ID)
 	e.do(t, "confirm a deleted order", chromedp.Click(css(".transitions button")))
 	wantGonePage("status change", a.ID)
 	e.shot(t, "deleted-elsewhere-page")
 
 	b := createOrder(t, e.store, "Alan Turing", "")
-	e.do(t, "open the edit form", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d/edit", b.ID)), chromedp.WaitVisible(css("#order-form")))
+	e.do(t, "open the edit form", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d/edit", b.ID)), chromedp.WaitVisible(css("#order-form")), withoutLive())
 	gone(b.ID)
 	e.do(t, "save a deleted order", chromedp.SetValue(css("#customer"), "A. Turing"), chromedp.Click(css("#order-edit .actions button[type=submit]")))
 	wantGonePage("save", b.ID)
 
 	c := createOrder(t, e.store, "Barbara Liskov", "")
-	e.do(t, "open order", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", c.ID)), chromedp.WaitVisible(css("#order")))
+	e.do(t, "open order", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", c.ID)), chromedp.WaitVisible(css("#order")), withoutLive())
 	gone(c.ID)
 	e.do(t, "delete a deleted order", chromedp.Click(css("#order .page-head button.danger")))
 	wantGonePage("delete", c.ID)
@@ -439,7 +441,7 @@ func TestDeletedElsewhere(t *testing.T) {
 	// In a list row: open the inline edit, save it, delete the row.
 	rows := []*store.Order{createOrder(t, e.store, "Edsger Dijkstra", ""), createOrder(t, e.store, "Frances Allen", ""),
 		createOrder(t, e.store, "Radia Perlman", "")}
-	e.do(t, "open the list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(fmt.Sprintf("#order-row-%d", rows[2].ID))))
+	e.do(t, "open the list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(fmt.Sprintf("#order-row-%d", rows[2].ID))), withoutLive())
 	wantGoneRow := func(what string, id int64) {
 		t.Helper()
 		row := fmt.Sprintf("#order-row-%d", id)

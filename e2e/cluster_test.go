@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"math/rand/v2"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,39 +10,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/testutil"
 )
 
 // testCluster is a Redis Cluster of the test's own on loopback: addrs for
 // -redis, masters, and kill/pause/resume of one node.
 type testCluster struct {
 	nodes []*redisServer
-}
-
-// clusterPort returns a free loopback port below 45000 whose bus port
-// (port+10000) is free too.
-func clusterPort(t testing.TB, taken map[int]bool) int {
-	t.Helper()
-	for range 200 {
-		p := 20000 + rand.IntN(25000)
-		if taken[p] || taken[p+10000] {
-			continue
-		}
-		free := true
-		for _, q := range []int{p, p + 10000} {
-			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
-			if err != nil {
-				free = false
-				break
-			}
-			ln.Close()
-		}
-		if free {
-			taken[p], taken[p+10000] = true, true
-			return p
-		}
-	}
-	t.Fatal("no free port pair below 45000")
-	return 0
 }
 
 // startCluster starts masters × (1 + replicas) redis-servers in cluster
@@ -62,7 +35,7 @@ func startCluster(t testing.TB, masters, replicas int) *testCluster {
 	taken := map[int]bool{}
 	var addrs []string
 	for range masters * (1 + replicas) {
-		port := clusterPort(t, taken)
+		port := testutil.ClusterPort(t, taken)
 		dir := t.TempDir()
 		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, "--daemonize", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -49,6 +50,15 @@ type Config struct {
 	// X-Forwarded-Proto, -Host and -For are believed. Empty means nobody's:
 	// from a client not named here those headers change nothing.
 	TrustedProxies []string
+	// EventHeartbeat is the interval of the event streams' heartbeat
+	// comments (default DefaultHeartbeat); MaxStreams the most event
+	// streams open at once (default DefaultMaxStreams).
+	EventHeartbeat time.Duration
+	MaxStreams     int
+	// InFlight, when set, counts the requests whose handlers are running:
+	// at shutdown, main tells a drain cut short with requests in hand
+	// from one left waiting only on connections that hold none.
+	InFlight *atomic.Int64
 }
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
@@ -111,6 +121,13 @@ func New(cfg Config) (*fiber.App, error) {
 		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
 
+	if n := cfg.InFlight; n != nil {
+		app.Use(func(c *fiber.Ctx) error {
+			n.Add(1)
+			defer n.Add(-1)
+			return c.Next()
+		})
+	}
 	// compress comes first: it sees every response as sent, errors included.
 	app.Use(compress, h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
@@ -129,6 +146,17 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/readyz", h.ready)
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
+	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat)
+	feeds := map[string]*store.Feed{}
+	for _, r := range resources {
+		feeds[r.Feed] = cfg.Store.Feed(r.Feed)
+		app.Get(r.EventsPath(), live.events(feeds[r.Feed]))
+	}
+	// A page starts its stream where the page was rendered (liveAfter).
+	app.Use(func(c *fiber.Ctx) error {
+		c.Locals(feedsKey, feeds)
+		return c.Next()
+	})
 	o := &orderHandlers{handlers: h, R: orderResource}
 	registerResource(app, orderResource, orderMembers(cfg.Store).handlers(o.list, map[string]handler{"inquiry": o.inquiry}))
 	registerResource(app, productResource, productMembers(cfg.Store).handlers(listProducts(cfg.Store), nil))

@@ -94,7 +94,6 @@ type diffItem struct {
 	price      store.Money
 	qtyOK      bool
 	priceOK    bool
-	used       bool
 	pairedWith int
 }
 
@@ -166,23 +165,20 @@ func (c *conflictView) diffItems(cur *store.Order, sent []store.ItemInput) {
 		return y.side.SKU == t.side.SKU && y.side.Name == t.side.Name && y.qtyOK && y.priceOK &&
 			y.qty == t.qty && y.price == t.price
 	}
-	pair := func(match func(y, t *diffItem) bool) {
-		for i := range theirs {
-			if theirs[i].used {
-				continue
-			}
-			for j := range yours {
-				if !yours[j].used && match(&yours[j], &theirs[i]) {
-					theirs[i].used, yours[j].used = true, true
-					theirs[i].pairedWith, yours[j].pairedWith = j, i
-					break
-				}
-			}
+	// Theirs each take one of yours (store.PairBy, as the history pairs
+	// items): the same item, then the same SKU, then the same name.
+	for i, j := range store.PairBy(len(theirs), len(yours),
+		func(i, j int) bool { return identical(&yours[j], &theirs[i]) },
+		func(i, j int) bool {
+			return theirs[i].side.SKU != "" && strings.EqualFold(yours[j].side.SKU, theirs[i].side.SKU)
+		},
+		func(i, j int) bool {
+			return theirs[i].side.Name != "" && strings.EqualFold(yours[j].side.Name, theirs[i].side.Name)
+		}) {
+		if j >= 0 {
+			theirs[i].pairedWith, yours[j].pairedWith = j, i
 		}
 	}
-	pair(identical)
-	pair(func(y, t *diffItem) bool { return t.side.SKU != "" && strings.EqualFold(y.side.SKU, t.side.SKU) })
-	pair(func(y, t *diffItem) bool { return t.side.Name != "" && strings.EqualFold(y.side.Name, t.side.Name) })
 
 	last := -1
 	for i := range theirs {

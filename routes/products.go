@@ -18,7 +18,7 @@ import (
 )
 
 // productResource is the product catalogue.
-var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p"}
+var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents}
 
 // productFields are a product's fields as requests send them (CONTRACT §9).
 var productFields = fields[store.ProductInput]{

@@ -369,7 +369,7 @@ func TestProductDuplicateSKU(t *testing.T) {
 		r := a.do(t, http.MethodPut, productPath(other.ID), testutil.Form("version", "1", "sku", "kbd-60", "name", "Enamel mug", "unit_price", "5.00", "active", "false"),
 			testutil.HXTo("tr#"+row))
 		r.WantStatus(t, http.StatusUnprocessableEntity)
-		if !strings.HasPrefix(strings.TrimSpace(r.Body), `<tr id="`+row+`" class="editing">`) {
+		if !strings.HasPrefix(strings.TrimSpace(r.Body), `<tr id="`+row+`" class="editing" data-live="form"`) {
 			t.Errorf("%s: want that product's row form; got:\n%s", r.What, testutil.Snippet(r.Body))
 		}
 		r.WantFieldError(t, "row-"+itoa(other.ID)+"-sku", "SKU "+msg, "kbd-60")

@@ -136,6 +136,10 @@ type view struct {
 	// results): it carries the document title, which htmx applies (it takes
 	// a <title> from any response it swaps). Row fragments carry none.
 	TitleSwap bool
+	// LiveAfter is the cursor of the resource's newest event when a page
+	// was rendered: the page's event stream starts after it (?after=), so
+	// nothing made between the render and the connection is missed.
+	LiveAfter string
 }
 
 // DocTitle is the document title: "<Title> · Orders", or the site name alone.
@@ -264,7 +268,11 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 	if status >= 500 && status != fiber.StatusServiceUnavailable {
 		h.log.Error("request failed", "err", err, "path", c.Path(), "request_id", requestIDOf(c))
 	} else if status == fiber.StatusServiceUnavailable {
-		h.log.Warn("redis unavailable", "err", err, "request_id", requestIDOf(c))
+		what := "redis unavailable"
+		if errors.Is(err, errTooManyStreams) {
+			what = "too many live update streams"
+		}
+		h.log.Warn(what, "err", err, "request_id", requestIDOf(c))
 	}
 	r, nerr := negotiate(c)
 	if nerr != nil {

@@ -236,8 +236,8 @@ func TestHXTarget(t *testing.T) {
 		})
 		t.Run("show row", func(t *testing.T) {
 			r := a.get(t, path(o.ID), testutil.HXTo(row)).WantStatus(t, http.StatusOK).WantNegotiated(t)
-			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+">") {
-				t.Errorf("%s: want the body to start with %s>; got:\n%s", r.What, rowStart, testutil.Snippet(r.Body))
+			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` data-live="row"`) {
+				t.Errorf("%s: want the body to start with %s data-live=\"row\"; got:\n%s", r.What, rowStart, testutil.Snippet(r.Body))
 			}
 			r.WantLacks(t, `id="order"`, "<html").WantContains(t, "Grace Hopper", "10.00")
 			// Another order's row target is not this order's row.
@@ -245,8 +245,8 @@ func TestHXTarget(t *testing.T) {
 		})
 		t.Run("edit row", func(t *testing.T) {
 			r := a.get(t, path(o.ID, "/edit"), testutil.HXTo(row)).WantStatus(t, http.StatusOK).WantNegotiated(t)
-			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` class="editing">`) {
-				t.Errorf("%s: want the row form starting with %s class=\"editing\">; got:\n%s", r.What, rowStart, testutil.Snippet(r.Body))
+			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` class="editing" data-live="form"`) {
+				t.Errorf("%s: want the row form starting with %s class=\"editing\" data-live=\"form\"; got:\n%s", r.What, rowStart, testutil.Snippet(r.Body))
 			}
 			r.WantLacks(t, `id="order-form"`).WantContains(t, `class="row-form"`, `name="version" value="1"`,
 				`value="Grace Hopper"`, `hx-put="/orders/`)
@@ -254,7 +254,7 @@ func TestHXTarget(t *testing.T) {
 		t.Run("put row", func(t *testing.T) {
 			r := a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Grace B. Hopper", "email", "grace@example.com", "status", "pending", "version", "1"), testutil.HXTo(row))
 			r.WantStatus(t, http.StatusOK).WantNegotiated(t)
-			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+">") {
+			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` data-live="row"`) {
 				t.Errorf("%s: want the updated row; got:\n%s", r.What, testutil.Snippet(r.Body))
 			}
 			r.WantContains(t, "Grace B. Hopper", `hx-target="#notice"`, "saved").WantLacks(t, "row-form")
@@ -262,7 +262,7 @@ func TestHXTarget(t *testing.T) {
 		t.Run("put row invalid", func(t *testing.T) {
 			r := a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Grace", "email", "not an address", "version", "2"), testutil.HXTo(row))
 			r.WantStatus(t, http.StatusUnprocessableEntity).WantNegotiated(t)
-			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` class="editing">`) {
+			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` class="editing" data-live="form"`) {
 				t.Errorf("%s: want the row form; got:\n%s", r.What, testutil.Snippet(r.Body))
 			}
 			r.WantFieldError(t, "row-"+itoa(o.ID)+"-email", "must be one email address", "not an address")
@@ -274,7 +274,7 @@ func TestHXTarget(t *testing.T) {
 		t.Run("put row conflict", func(t *testing.T) {
 			r := a.do(t, http.MethodPut, path(o.ID), testutil.Form("customer", "Stale Edit", "version", "1"), testutil.HXTo(row))
 			r.WantStatus(t, http.StatusConflict).WantNegotiated(t)
-			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` class="editing">`) {
+			if !strings.HasPrefix(strings.TrimSpace(r.Body), rowStart+` class="editing" data-live="form"`) {
 				t.Errorf("%s: want the row form; got:\n%s", r.What, testutil.Snippet(r.Body))
 			}
 			// The stored values in the notice, the stored version in the form

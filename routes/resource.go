@@ -69,10 +69,12 @@ type resource struct {
 	Title string
 	// ETagPrefix starts the ETags of its members: "o" in "o7v3-page".
 	ETagPrefix string
+	// Feed names its event stream in the store (store.OrderEvents).
+	Feed string
 }
 
 // orderResource is the order resource (CONTRACT §1–§4).
-var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o"}
+var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents}
 
 // resources are the resources the application serves, the first the one
 // "/" leads to.
@@ -97,6 +99,9 @@ func (r *resource) NewPath() string { return r.Path() + "/new" }
 
 // ViewPath is the path of another view of the collection: /orders/inquiry.
 func (r *resource) ViewPath(name string) string { return r.Path() + "/" + name }
+
+// EventsPath is the collection's live updates: /orders/events.
+func (r *resource) EventsPath() string { return r.Path() + "/events" }
 
 // MemberPath is a member's path: /orders/7.
 func (r *resource) MemberPath(id int64) string { return r.Path() + "/" + strconv.FormatInt(id, 10) }

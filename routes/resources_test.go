@@ -342,7 +342,7 @@ func TestResourceInlineRow(t *testing.T) {
 			}
 		}
 		r := a.get(t, s.R.MemberPath(m.ID), row).WantStatus(t, http.StatusOK).WantNegotiated(t)
-		starts(r, rowStart+">")
+		starts(r, rowStart+` data-live="row"`)
 		r.WantLacks(t, `id="`+s.show+`"`, "<title>")
 		if et := r.Header.Get("ETag"); !strings.HasSuffix(et, `-fragment-row"`) {
 			t.Errorf("%s: ETag %q, want the row's own", r.What, et)
@@ -351,26 +351,26 @@ func TestResourceInlineRow(t *testing.T) {
 		a.get(t, s.R.MemberPath(m.ID), testutil.HXTo("tr#"+s.R.RowID(999))).WantStatus(t, http.StatusOK).WantFragment(t, s.show)
 
 		r = a.get(t, s.R.EditPath(m.ID), row).WantStatus(t, http.StatusOK).WantNegotiated(t)
-		starts(r, rowStart+` class="editing">`)
+		starts(r, rowStart+` class="editing" data-live="form"`)
 		r.WantContains(t, `class="row-form"`, `name="version" value="1"`, `hx-put="`+s.R.MemberPath(m.ID)+`"`, `id="row-`+id+`-`+s.field+`"`)
 		r.WantLacks(t, `id="`+s.form+`"`, "<title>")
 
 		r = a.do(t, http.MethodPut, s.R.MemberPath(m.ID), testutil.Form(s.field, "Renamed in the row", "version", "1"), row)
 		r.WantStatus(t, http.StatusOK).WantNegotiated(t)
-		starts(r, rowStart+">")
+		starts(r, rowStart+` data-live="row"`)
 		r.WantContains(t, "Renamed in the row", s.R.Named(m.ID)+" saved.").WantLacks(t, "row-form")
 		r.WantHeader(t, "HX-Replace-Url", "")
 
 		long := strings.Repeat("x", s.max+1)
 		r = a.do(t, http.MethodPut, s.R.MemberPath(m.ID), testutil.Form(s.field, long, "version", "2"), row)
 		r.WantStatus(t, http.StatusUnprocessableEntity).WantNegotiated(t)
-		starts(r, rowStart+` class="editing">`)
+		starts(r, rowStart+` class="editing" data-live="form"`)
 		r.WantFieldError(t, "row-"+id+"-"+s.field, s.limitMsg, long)
 		r.WantContains(t, `name="version" value="2"`, s.R.Named(m.ID)+" was not saved")
 
 		r = a.do(t, http.MethodPut, s.R.MemberPath(m.ID), testutil.Form(s.field, "Stale row edit", "version", "1"), row)
 		r.WantStatus(t, http.StatusConflict).WantNegotiated(t)
-		starts(r, rowStart+` class="editing">`)
+		starts(r, rowStart+` class="editing" data-live="form"`)
 		panel := plainText(elementByID(r.Body, "conflict-"+id))
 		for _, want := range []string{"Someone else changed " + s.R.Name + " " + id, "now version 2", "Stale row edit", "Renamed in the row", "Save mine over theirs", "Keep theirs"} {
 			if !strings.Contains(panel, want) {

@@ -130,6 +130,9 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 	if v.Notice == nil {
 		v.Notice = takeFlash(c) // after cache(): a one-time notice is no-store
 	}
+	if status < 400 {
+		v.LiveAfter = liveAfter(c, v.R)
+	}
 	c.Status(status)
 	return c.Render(out.Partial, v, layoutPage)
 }

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,12 +98,76 @@ type snapshotItem struct {
 	String *string            `json:"string,omitempty"`
 	Hash   map[string]string  `json:"hash,omitempty"`
 	ZSet   map[string]float64 `json:"zset,omitempty"`
+	// Stream: a stream's entries, oldest first (see streamEntries).
+	Stream streamEntries `json:"stream,omitempty"`
 	// TTLms is the time the key had left to live when the snapshot was
 	// written, in milliseconds; 0: none.
 	TTLms int64 `json:"ttl_ms,omitempty"`
 }
 
+// snapshotFormat did not change when streams were added: a snapshot
+// written before has no "stream" field and loads as it did. (A binary from
+// before streams would load a newer snapshot without its streams: it
+// ignores the field.)
 const snapshotFormat = "orders-snapshot-1"
+
+// streamEntries is a stream's entries, oldest first, in the snapshot as
+// [["1732385000000-0",["field","value",...]],...]. Consumer groups are not
+// kept, nor a stream's last generated ID beyond its newest entry: after a
+// restart, a new "*" ID is above the newest entry kept (miniredis's
+// XADD), even if the clock went back, but may reuse the ID of a newest
+// entry that XDEL removed. A stream emptied by XDEL or XTRIM comes back as
+// no key (XLEN, XRANGE and XREAD answer the same). The app only adds, with
+// MAXLEN, which always keeps the newest entry.
+type streamEntries []miniredis.StreamEntry
+
+func (s streamEntries) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64*len(s)+2)
+	b = append(b, '[')
+	for i, en := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		id, err := json.Marshal(en.ID)
+		if err != nil {
+			return nil, err
+		}
+		vals, err := json.Marshal(en.Values)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, '[')
+		b = append(b, id...)
+		b = append(b, ',')
+		b = append(b, vals...)
+		b = append(b, ']')
+	}
+	return append(b, ']'), nil
+}
+
+func (s *streamEntries) UnmarshalJSON(b []byte) error {
+	var raw [][]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(streamEntries, len(raw))
+	for i, r := range raw {
+		if len(r) != 2 {
+			return fmt.Errorf("stream entry %d: %d elements, want [id, [field, value, ...]]", i, len(r))
+		}
+		if err := json.Unmarshal(r[0], &out[i].ID); err != nil {
+			return fmt.Errorf("stream entry %d: %w", i, err)
+		}
+		if err := json.Unmarshal(r[1], &out[i].Values); err != nil {
+			return fmt.Errorf("stream entry %d: %w", i, err)
+		}
+		if len(out[i].Values)%2 != 0 {
+			return fmt.Errorf("stream entry %s: an odd number of fields and values", out[i].ID)
+		}
+	}
+	*s = out
+	return nil
+}
 
 // EmbeddedOptions configures OpenEmbedded.
 type EmbeddedOptions struct {
@@ -225,6 +290,13 @@ func (e *Embedded) load() error {
 		case v.ZSet != nil:
 			for m, s := range v.ZSet {
 				_, _ = db.ZAdd(k, s, m)
+			}
+		case len(v.Stream) > 0:
+			// In order, with their IDs: a later XADD "*" gets a greater one.
+			for _, en := range v.Stream {
+				if _, err := db.XAdd(k, en.ID, en.Values); err != nil {
+					return fmt.Errorf("the snapshot %s is damaged: stream %q, entry %s: %v; move it aside to start empty, or restore a good copy", e.path, k, en.ID, err)
+				}
 			}
 		}
 		if v.TTLms != 0 {
@@ -359,6 +431,7 @@ func writtenKeys(cmd string, args []string) (keys []string, ok bool) {
 		"HSET", "HSETNX", "HMSET", "HDEL", "HINCRBY", "HINCRBYFLOAT",
 		"ZADD", "ZREM", "ZINCRBY", "ZREMRANGEBYLEX", "ZREMRANGEBYRANK", "ZREMRANGEBYSCORE",
 		"ZPOPMIN", "ZPOPMAX", "ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE", "ZRANGESTORE",
+		"XADD", "XTRIM", "XDEL",
 		"EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT", "PERSIST":
 		// Only the first key changes (the *STORE commands read the others).
 		if len(args) == 0 {
@@ -383,7 +456,12 @@ func writtenKeys(cmd string, args []string) (keys []string, ok bool) {
 
 // readOnlyCmd: commands that change no data need not wait for a snapshot.
 // miniredis marks its reading commands; these others only touch the
-// connection (MULTI only queues; its EXEC is gated).
+// connection (MULTI only queues; its EXEC is gated). XREAD is one of
+// miniredis's: a blocked XREAD BLOCK holds no pause (and miniredis releases
+// its own lock while it waits), so it stalls neither writers nor snapshots.
+// A blocking command that is not read-only (BLPOP, XREADGROUP BLOCK, ...)
+// would hold pause shared while it waits: a snapshot, and every write
+// after it, would wait for its timeout. The app uses none.
 func readOnlyCmd(srv *server.Server, cmd string) bool {
 	switch cmd {
 	case "PING", "ECHO", "AUTH", "HELLO", "CLIENT", "INFO", "TIME",
@@ -512,6 +590,15 @@ func copyKey(db *miniredis.RedisDB, k string, tick time.Time) (cachedKey, bool) 
 		// it after the pause raced with writers: a fatal error).
 		z, _ := db.SortedSet(k)
 		ck.item.ZSet = maps.Clone(z)
+	case "stream":
+		// Stream returns miniredis's own slice, whose array XDEL (and
+		// XADD MINID) shifts in place: clone it now. An entry's Values
+		// are made by its XADD and never changed, so they are shared.
+		s, _ := db.Stream(k)
+		if len(s) == 0 {
+			return ck, false // see streamEntries
+		}
+		ck.item.Stream = slices.Clone(s)
 	default:
 		return ck, false
 	}

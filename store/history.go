@@ -116,6 +116,15 @@ func nextSeq(last *redis.ZSliceCmd) int64 {
 	return 1
 }
 
+// decodeEntry reads a history member: its number, then its JSON.
+func decodeEntry(member string) (HistoryEntry, bool) {
+	var e HistoryEntry
+	if len(member) < 12 || json.Unmarshal([]byte(member[12:]), &e) != nil {
+		return e, false
+	}
+	return e, true
+}
+
 // queueHistory queues, in a transaction, the append of e as entry seq of
 // the history of the record at key: the newest MaxHistory are kept; the
 // history of a deleted record expires after HistoryAfterDelete, a live
@@ -124,7 +133,12 @@ func queueHistory(ctx context.Context, p redis.Pipeliner, key string, seq int64,
 	b, _ := json.Marshal(e)
 	hk := historyKey(key)
 	p.ZAdd(ctx, hk, redis.Z{Score: float64(seq), Member: fmt.Sprintf("%012d", seq) + string(b)})
-	p.ZRemRangeByRank(ctx, hk, 0, -(MaxHistory + 1))
+	if seq > MaxHistory {
+		// The entries are numbered 1, 2, ... with no gap: the newest
+		// MaxHistory are those above seq-MaxHistory. Only when there are
+		// more (miniredis sorts the whole set for a range by rank).
+		p.ZRemRangeByScore(ctx, hk, "-inf", strconv.FormatInt(seq-MaxHistory, 10))
+	}
 	if e.Action == ActionDeleted {
 		p.PExpire(ctx, hk, HistoryAfterDelete)
 	} else {
@@ -196,29 +210,46 @@ func orderDiff(before, after *Order) (map[string]FieldChange, *ItemChanges) {
 	return c.orNil(), items
 }
 
-// diffItems pairs the items of before and after.
-func diffItems(before, after []Item) *ItemChanges {
-	used := make([]bool, len(before))
-	paired := make([]int, len(after))
+// PairBy pairs each of n things with one of m others: for each rule in
+// turn, each thing not yet paired takes the first other not yet taken that
+// the rule matches (rule(i, j): thing i and other j). It returns, for each
+// thing, the other it took, or -1. The history (an item before and after a
+// change) and the 409's comparison (theirs and yours) pair items by it.
+func PairBy(n, m int, rules ...func(i, j int) bool) []int {
+	taken := make([]bool, m)
+	paired := make([]int, n)
 	for i := range paired {
 		paired[i] = -1
 	}
-	match := func(same func(a, b Item) bool) {
-		for j, it := range after {
-			if paired[j] >= 0 {
+	for _, rule := range rules {
+		for i := range paired {
+			if paired[i] >= 0 {
 				continue
 			}
-			for i, old := range before {
-				if !used[i] && same(old, it) {
-					used[i], paired[j] = true, i
+			for j := range taken {
+				if !taken[j] && rule(i, j) {
+					taken[j], paired[i] = true, j
 					break
 				}
 			}
 		}
 	}
-	match(func(a, b Item) bool { return a == b })
-	match(func(a, b Item) bool { return a.SKU != "" && strings.EqualFold(a.SKU, b.SKU) })
-	match(func(a, b Item) bool { return strings.EqualFold(a.Name, b.Name) })
+	return paired
+}
+
+// diffItems pairs the items of before and after (PairBy: the same item,
+// then the same SKU, then the same name).
+func diffItems(before, after []Item) *ItemChanges {
+	paired := PairBy(len(after), len(before),
+		func(j, i int) bool { return before[i] == after[j] },
+		func(j, i int) bool { return before[i].SKU != "" && strings.EqualFold(before[i].SKU, after[j].SKU) },
+		func(j, i int) bool { return strings.EqualFold(before[i].Name, after[j].Name) })
+	used := make([]bool, len(before))
+	for _, i := range paired {
+		if i >= 0 {
+			used[i] = true
+		}
+	}
 	ch := &ItemChanges{}
 	for j, it := range after {
 		switch i := paired[j]; {
@@ -289,11 +320,8 @@ func (s *Store) history(ctx context.Context, key, cursor string, perPage int) (H
 			break
 		}
 		m, _ := z.Member.(string)
-		if len(m) < 12 {
-			continue
-		}
-		var e HistoryEntry
-		if json.Unmarshal([]byte(m[12:]), &e) != nil {
+		e, ok := decodeEntry(m)
+		if !ok {
 			continue
 		}
 		e.Cursor = strconv.FormatInt(int64(z.Score), 10)

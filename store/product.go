@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -229,6 +230,14 @@ var productKind = &kind[Product]{
 	version:      func(p *Product) int64 { return p.Version },
 	entries:      (*Store).productEntries,
 	diff:         productDiff,
+	event: func(p *Product) []byte {
+		b, _ := json.Marshal(struct {
+			ID      int64 `json:"id"`
+			Version int64 `json:"version"`
+			Active  bool  `json:"active"`
+		}{p.ID, p.Version, p.Active})
+		return b
+	},
 	indexes: func(s *Store) []indexKey {
 		byID := func(m string) (int64, bool) { return ParseID(m) }
 		var keys []indexKey

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +33,9 @@ type Store struct {
 	// seen is when this instance's reconciler first saw each pending
 	// intent: its age by this clock, whatever the writer's clock says.
 	seen intentsSeen
+	// feeds follow the event streams, one per stream (events.go).
+	feedsMu sync.Mutex
+	feeds   map[string]*Feed
 }
 
 // indexNames are the index keys with the prefix, made once (a write or a
@@ -468,6 +473,14 @@ var orders = &kind[Order]{
 	version: func(o *Order) int64 { return o.Version },
 	entries: (*Store).orderEntries,
 	diff:    orderDiff,
+	event: func(o *Order) []byte {
+		b, _ := json.Marshal(struct {
+			ID      int64  `json:"id"`
+			Version int64  `json:"version"`
+			Status  Status `json:"status"`
+		}{o.ID, o.Version, o.Status})
+		return b
+	},
 	indexes: func(s *Store) []indexKey {
 		byID := func(m string) (int64, bool) { return ParseID(m) }
 		keys := []indexKey{{s.nameIndex(""), memberID}}

@@ -371,14 +371,15 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		// Nothing of the deleted orders is left: once all are gone, only the
 		// id counter remains, a tombstone per deleted id that expires (so no
 		// retried create brings an order back), and each one's history,
-		// which expires in 30 days (CONTRACT §10).
+		// which expires in 30 days, and the event stream, which keeps the
+		// last EventsKept events (CONTRACT §10).
 		for _, o := range []*store.Order{a, c} {
 			if err := f.s.Delete(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)
 			}
 		}
-		if k := f.keys(t); !slices.Equal(k, []string{"o:{1}:gone", "o:{1}:h", "o:{2}:gone", "o:{2}:h", "o:{3}:gone", "o:{3}:h", "seq"}) {
-			t.Errorf("keys after deleting everything: got %q, want only seq, three tombstones and three histories", k)
+		if k := f.keys(t); !slices.Equal(k, []string{"o:events", "o:{1}:gone", "o:{1}:h", "o:{2}:gone", "o:{2}:h", "o:{3}:gone", "o:{3}:h", "seq"}) {
+			t.Errorf("keys after deleting everything: got %q, want only seq, three tombstones, three histories and the events", k)
 		}
 		for _, id := range []string{"1", "2", "3"} {
 			if ttl := f.tg.Client.TTL(ctx, f.prefix+"o:{"+id+"}:h").Val(); ttl < 29*24*time.Hour || ttl > 30*24*time.Hour {

@@ -89,6 +89,9 @@ type kind[T any] struct {
 	// diff says what a change from before to after did (nil before: a
 	// create; nil after: a delete), for its history entry (history.go).
 	diff func(before, after *T) (map[string]FieldChange, *ItemChanges)
+	// event is a record's event data for live updates (events.go): its
+	// id, version and what a list shows of its state.
+	event func(r *T) []byte
 }
 
 // key is the record key of id.
@@ -337,6 +340,11 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				queueHistory(ctx, p, key, nextSeq(last), changeEntry(ctx, k, cur, next, s.now()))
 				if !sharded {
 					moveEntries(ctx, p, before, after)
+					// The event too, where the stream shares the
+					// transaction (events.go).
+					if action, data := changeEvent(k, cur, next); action != "" {
+						queueEvent(ctx, p, k.eventsKey(s), action, data)
+					}
 				}
 				return nil
 			})
@@ -357,7 +365,12 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 		if field != "" {
 			stale := append(before, after...)
 			if err := settle(ctx, s, k, id, stale); err == nil {
-				s.rdb.HDel(ctx, s.intentsKey(), field)
+				// The event, which the transaction could not hold: when it
+				// cannot be added, the intent stays, and the reconciler
+				// that settles it adds the event of the record as it is.
+				if publishAfter(ctx, s, k, ch.Before, ch.After) == nil {
+					s.rdb.HDel(ctx, s.intentsKey(), field)
+				}
 			} else {
 				// The write happened and the intent stays for the
 				// reconciler: the write is still a success. But the
@@ -563,8 +576,13 @@ type settler interface {
 	settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error
 }
 
+// settleRecord settles the record's index entries, then adds the event of
+// the record as it is (its writer may not have added its own).
 func (k *kind[T]) settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error {
-	return settle(ctx, s, k, id, stale)
+	if err := settle(ctx, s, k, id, stale); err != nil {
+		return err
+	}
+	return k.publishCurrent(ctx, s, id)
 }
 
 // kinds lists every stored resource by its key prefix.

@@ -165,7 +165,9 @@
 
   function afterSwap(ctx) {
     var t = ctx && ctx.target;
-    if (!t || t.nodeType !== 1) return;
+    // A live update (the liveUpdates section below) is nobody's action:
+    // focus stays wherever the person has it.
+    if (!t || t.nodeType !== 1 || ctx.live) return;
     var root = t.isConnected ? t : (t.id && document.getElementById(t.id));
     if (!root) return; // a removed row: the List section moves focus
     var isRow = root.tagName === "TR" && !!root.parentElement && root.parentElement.hasAttribute("data-rows");
@@ -790,4 +792,524 @@
 
   document.addEventListener("DOMContentLoaded", function () { setupAll(document); });
   document.addEventListener("htmx:after:swap", function () { setupAll(document); });
+})();
+
+// Live updates (CONTRACT §10, issue 11): a page follows changes made
+// anywhere (another tab, another person, another instance) within a
+// second. The layout holds the resource's event stream, [data-live-stream]
+// with hx-sse:connect (htmx's SSE extension, public/js/hx-sse.min.js: it
+// reconnects by itself, sending Last-Event-ID, and turns each named event
+// into a DOM event on that element: created, updated, deleted, reset), and
+// the polite region [data-live-news]. Every element that shows a member
+// says which, and how it follows it: data-live-id, data-live-version (the
+// version it shows), data-live-src (the member's URI), and data-live:
+//   row    a List row: morphed in place from its row fragment;
+//   entry  an Inquiry entry: morphed from the Inquiry page it is on;
+//   page   a record's page: morphed from its fragment, except a form the
+//          person has typed in (the note), which is kept and says so;
+//   form   an Edit form or an inline row edit: never replaced. It says the
+//          record changed, with a Compare button that submits the form as
+//          it is: its version is stale, so the server answers its 409
+//          comparison (CONTRACT §7) and saves nothing.
+// Only a version newer than the one shown is fetched. A deleted member is
+// marked (the gone row's look) and its actions disabled. New members are
+// counted in the region, with a button that shows them. While the
+// person's own request about a member is in flight its events wait for
+// the answer, which usually is that very version. A live request is
+// marked (ctx.live): its answer's notices are dropped (the regions are the
+// person's), an error answer swaps nothing, and focus stays put.
+(function liveUpdates() {
+  "use strict";
+  if (!window.htmx || !htmx.registerExtension) return;
+
+  var known = Object.create(null); // id -> {version, gone}: what the stream said
+  var busy = Object.create(null);  // id -> the person's requests in flight
+  var fresh = null;                // {results, ids, n}: new members not shown
+  var kept = new Set();            // what a live morph leaves alone
+  var retryDelay = 0;
+
+  function stream() { return document.querySelector("[data-live-stream]"); }
+  function isStream(el) { return !!(el && el.nodeType === 1 && el.hasAttribute("data-live-stream")); }
+  // The resource's words, from the server: Title, Name, Plural, its path.
+  function word(name) { var s = stream(); return (s && s.getAttribute("data-live-" + name)) || ""; }
+  function named(id) { return word("title") + " " + id; }
+  function shown(el) { return parseInt(el.getAttribute("data-live-version"), 10) || 0; }
+  function members(id) { return document.querySelectorAll("[data-live-id='" + id + "']"); }
+  function results() { return document.querySelector("[data-results]"); }
+
+  // ---- The polite region: the count of new members, the last news ----
+  function part(name) {
+    var r = document.querySelector("[data-live-news]");
+    if (!r) return null;
+    var p = r.querySelector("[data-live-" + name + "]");
+    if (!p) {
+      p = document.createElement("p");
+      p.setAttribute("data-live-" + name, "");
+      if (name === "count") r.prepend(p); else r.append(p);
+    }
+    return p;
+  }
+  // A screen reader speaks every change of a polite region, queued: a
+  // burst of events (300 creates in a second) would be 300 counts read
+  // out, one after another, for minutes. The region changes at most once
+  // every newsGap ms, to the latest words (the first at once, so news
+  // still comes within the contract's second).
+  var newsGap = 800, newsAt = 0, newsTimer = 0, newsPending = Object.create(null);
+  function publish(name, write) {
+    newsPending[name] = write;
+    if (newsTimer) return;
+    var wait = newsAt + newsGap - Date.now();
+    if (wait <= 0) flushNews(); else newsTimer = setTimeout(flushNews, wait);
+  }
+  function flushNews() {
+    var p = newsPending;
+    newsTimer = 0;
+    newsPending = Object.create(null);
+    newsAt = Date.now();
+    for (var name in p) p[name]();
+  }
+  function say(text) {
+    publish("said", function () {
+      var p = part("said");
+      if (!p) return;
+      // The same words again are still news: make the text differ.
+      p.textContent = p.textContent === text ? text + "\u00a0" : text;
+    });
+  }
+  function unsay() {
+    clearTimeout(newsTimer);
+    newsTimer = 0;
+    newsPending = Object.create(null);
+    var r = document.querySelector("[data-live-news]");
+    if (r) r.replaceChildren();
+  }
+  function showLink(text, label) {
+    if (!text) {
+      // Gone at once (the person pressed show): nothing is to be read.
+      delete newsPending.count;
+      var r = document.querySelector("[data-live-news] [data-live-count]");
+      if (r) r.remove();
+      return;
+    }
+    publish("count", function () {
+      var p = part("count");
+      if (!p) return;
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "link";
+      b.setAttribute("data-live-show", "");
+      b.setAttribute("aria-label", label);
+      b.textContent = "show";
+      p.replaceChildren(text + " \u2014 ", b);
+    });
+  }
+  function showCount() {
+    var n = fresh && fresh.results === results() ? fresh.n : 0;
+    var text = n ? n + " new " + (n === 1 ? word("one") : word("many")) : "";
+    if (n && fresh.unsure === "search") text += n === 1 ? " (this search may not include it)" : " (this search may not include them)";
+    else if (n && fresh.unsure === "page") text += n === 1 ? " (it may be on another page)" : " (they may be on other pages)";
+    showLink(text, "Show the " + (n === 1 ? "new " + word("one") : n + " new " + word("many")));
+  }
+
+  // A member created elsewhere, which this List or Inquiry does not show.
+  function countNew(id, d) {
+    var r = results();
+    if (!r || members(id).length) return;
+    if (!fresh || fresh.results !== r) fresh = { results: r, ids: {}, n: 0 };
+    if (fresh.ids[id]) return;
+    // A filter of the list (status, active) the new member fails: it
+    // would not show here.
+    var url = new URL(r.getAttribute("hx-get") || location.href, location.href);
+    for (var k in d) {
+      var want = k === "id" || k === "version" ? "" : url.searchParams.get(k);
+      if (want && want !== String(d[k])) return;
+    }
+    // Dates of creation (YYYY-MM-DD, UTC): a member created now is not in
+    // a range that ends before today or starts after it.
+    var today = new Date().toISOString().slice(0, 10);
+    var from = url.searchParams.get("from") || "", to = url.searchParams.get("to") || "";
+    if ((from && from > today) || (to && to < today)) return;
+    fresh.ids[id] = true;
+    fresh.n++;
+    // Where the new ones are: under a newest-first sort, on the first
+    // page, which show then brings (from page 3 too, where they would
+    // only push rows along); under another sort, on any page.
+    var first = newFirst(r, url);
+    fresh.url = null;
+    if (first && url.searchParams.has("page")) {
+      url.searchParams.delete("page");
+      fresh.url = url.pathname + url.search;
+    }
+    // A search (q) the event cannot judge: the new ones may not match it.
+    if ((url.searchParams.get("q") || "").trim()) fresh.unsure = "search";
+    else if (!first && r.querySelector(".pager a[rel]")) fresh.unsure = "page";
+    else fresh.unsure = "";
+    showCount();
+  }
+  // newFirst says the results are sorted newest first: by creation or
+  // last change, descending (the header the rows are sorted by says so;
+  // the Inquiry, without headers, by its sort field, whose default is
+  // newest first).
+  function newFirst(r, url) {
+    var a = r.querySelector("th[aria-sort] a.sort[data-sort]");
+    if (a) return /^(created|updated)$/.test(a.getAttribute("data-sort")) && a.closest("th").getAttribute("aria-sort") === "descending";
+    return /^(|-created|-updated)$/.test(url.searchParams.get("sort") || "");
+  }
+
+  // ---- Forms in progress ----
+  // A form the person has typed in: a field that differs from the value
+  // it came with.
+  function edited(form) {
+    return Array.prototype.some.call(form.elements, function (f) {
+      if (f.type === "hidden" || f.type === "submit" || f.type === "button" || f.disabled) return false;
+      if (f.type === "checkbox" || f.type === "radio") return f.checked !== f.defaultChecked;
+      if (f.tagName === "SELECT") {
+        return Array.prototype.some.call(f.options, function (o) { return o.selected !== o.defaultSelected; });
+      }
+      return typeof f.defaultValue === "string" && f.value !== f.defaultValue;
+    });
+  }
+  // What a morph of root must leave as it is: the member forms in it and
+  // any form typed in.
+  function inProgress(root) {
+    var out = [];
+    if (!root || !root.querySelectorAll) return out;
+    if (root.matches("[data-live='form']")) out.push(root);
+    root.querySelectorAll("[data-live='form']").forEach(function (el) { out.push(el); });
+    root.querySelectorAll("form").forEach(function (f) {
+      if (!f.closest("[data-live='form']") && edited(f)) out.push(f);
+    });
+    return out;
+  }
+
+  // notice says, inside a form, what happened to its record; compare adds
+  // the button that asks the server for the comparison. A later notice
+  // updates the words in place (focus may be on the button).
+  function notice(form, text, compare) {
+    var n = form.querySelector("[data-live-notice]");
+    if (!n) {
+      n = document.createElement("div");
+      n.className = "live-changed";
+      n.setAttribute("data-live-notice", "");
+      n.appendChild(document.createElement("p"));
+      // After the hidden fields, the default button and a 409's view.
+      var at = Array.prototype.find.call(form.children, function (c) {
+        return !c.matches("input[type=hidden], .default-submit, .conflict");
+      });
+      form.insertBefore(n, at || null);
+    }
+    n.querySelector("p").textContent = text;
+    var b = n.querySelector("[data-live-compare]");
+    if (compare && !b) {
+      b = document.createElement("button");
+      b.type = "submit";
+      b.formNoValidate = true; // the server compares; nothing is saved
+      b.className = "small secondary";
+      b.setAttribute("data-live-compare", "");
+      b.textContent = "Compare";
+      n.appendChild(b);
+    } else if (!compare && b) {
+      b.remove();
+    }
+  }
+  function changedText(id, version) {
+    return named(id) + " was changed elsewhere \u2014 now version " + version + ".";
+  }
+
+  // ---- Following a member ----
+  var knownCount = 0;
+  function note(id, version, gone) {
+    var k = known[id];
+    if (!k) {
+      // A page open for hours hears of many members: it keeps what it
+      // shows (and what a request in flight may bring) and forgets the rest.
+      if (++knownCount > 2000) forget();
+      k = known[id] = { version: 0, gone: false };
+    }
+    if (version > k.version) k.version = version;
+    if (gone) {
+      k.gone = true;
+      // A new one deleted before it was shown is no longer news.
+      if (fresh && fresh.ids[id]) { delete fresh.ids[id]; fresh.n--; showCount(); }
+    }
+    members(id).forEach(reconcile);
+  }
+  function forget() {
+    var keep = Object.create(null);
+    knownCount = 0;
+    document.querySelectorAll("[data-live-id]").forEach(function (el) {
+      var id = el.getAttribute("data-live-id");
+      if (known[id] && !keep[id]) { keep[id] = known[id]; knownCount++; }
+    });
+    known = keep;
+  }
+
+  // reconcile brings el up to what the stream said of its member.
+  function reconcile(el) {
+    var id = el.getAttribute("data-live-id"), k = known[id];
+    if (!k || busy[id]) return;
+    if (k.gone) { markGone(el, id); return; }
+    if (k.version <= shown(el) || el._liveAsked >= k.version) return;
+    el._liveAsked = k.version;
+    var kind = el.getAttribute("data-live");
+    if (kind === "form") {
+      var form = el.querySelector("form");
+      if (form) notice(form, changedText(id, k.version) + " Compare shows yours beside theirs; nothing is saved.", true);
+      say(changedText(id, k.version));
+      return;
+    }
+    var src = el.getAttribute("data-live-src"), opts = { source: el, target: el, swap: "outerMorph", live: id, liveVersion: k.version };
+    if (kind === "entry") {
+      // No fragment of its own: the Inquiry for its number, which puts it
+      // first whatever it now holds, this entry of it. (Not the page it is
+      // on: changed so it no longer matches that search or page, it would
+      // be missing from it, and the entry vanish.)
+      var r = results(), at = r && r.getAttribute("hx-get");
+      src = at && new URL(at, location.href).pathname + "?q=" + id;
+      opts.select = "#" + CSS.escape(el.id);
+      opts.liveEntry = true;
+    }
+    if (!src) return;
+    if (kind === "page") say(changedText(id, k.version));
+    htmx.ajax("GET", src, opts).catch(function () {});
+  }
+  // relive asks again, later, for what a live request did not bring (a
+  // 503 while the server restarts, a dropped connection): the stream will
+  // not say that version again, so without this the member would show the
+  // old one until its next change.
+  function relive(ctx) {
+    var el = ctx.sourceElement;
+    if (!el || !/^\d+$/.test(ctx.live)) return;
+    el._liveAsked = 0;
+    el._liveRetry = Math.min((el._liveRetry || 500) * 2, 30000);
+    setTimeout(function () { if (el.isConnected) reconcile(el); }, el._liveRetry);
+  }
+  function reconcileAll() {
+    document.querySelectorAll("[data-live-id]").forEach(reconcile);
+  }
+
+  // markGone marks a deleted member where it shows, and disables its
+  // actions; a form in progress keeps its text (to copy), but cannot save.
+  function markGone(el, id) {
+    if (el.hasAttribute("data-live-gone")) return;
+    el.setAttribute("data-live-gone", "");
+    var kind = el.getAttribute("data-live"), text = named(id) + " was deleted elsewhere.";
+    var submits = "button[type=submit], button:not([type])";
+    if (kind === "form") {
+      var form = el.querySelector("form");
+      if (form) {
+        notice(form, text + " It can no longer be saved.", false);
+        form.querySelectorAll(submits).forEach(function (b) { b.disabled = true; });
+      }
+      say(text);
+      return;
+    }
+    el.classList.add("gone");
+    var badge = el.querySelector(".badge");
+    if (badge) {
+      badge.className = "badge badge-gone";
+      badge.textContent = "Deleted";
+    }
+    el.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    el.querySelectorAll("a.button, a[hx-get]").forEach(function (a) { a.inert = true; });
+    // A form typed in keeps its text, to copy, and says it cannot be saved.
+    el.querySelectorAll("form").forEach(function (f) {
+      if (f.querySelector("[data-live-notice]") || edited(f)) notice(f, text + " Your text is kept, but it can no longer be saved.", false);
+    });
+    if (kind === "page") {
+      var p = document.createElement("p"), back = document.createElement("a");
+      p.className = "live-gone-note";
+      back.href = word("list");
+      back.textContent = "Show the current " + word("many");
+      p.append(text + " ", back);
+      var head = el.querySelector(".page-head");
+      if (head) head.after(p); else el.prepend(p);
+      say(text);
+      addGoneEntry(el);
+    }
+  }
+
+  // addGoneEntry puts the delete's history entry at the head of a deleted
+  // record's timeline, as the server wrote it (its history is kept 30
+  // days): who deleted it, and when. The note form around it stays as it
+  // is (its text, its notice).
+  function addGoneEntry(el) {
+    var list = el.querySelector(".history ol.timeline"), src = el.getAttribute("data-live-src");
+    if (!list || !src) return;
+    fetch(src + "/history", { headers: { Accept: "text/html" }, credentials: "same-origin" }).then(function (res) {
+      return res.ok ? res.text() : "";
+    }).then(function (html) {
+      if (!html || !list.isConnected || list.querySelector(".entry-deleted")) return;
+      var first = new DOMParser().parseFromString(html, "text/html").querySelector("ol.timeline > li:first-child");
+      if (!first || !first.classList.contains("entry-deleted")) return;
+      var shown = list.querySelectorAll("li.entry:not(.muted)").length;
+      list.querySelectorAll("li.muted").forEach(function (li) { li.remove(); });
+      list.prepend(document.importNode(first, true));
+      // The page shows the latest five (timelineLength, routes/history.go).
+      if (shown >= 5) list.lastElementChild.remove();
+    }).catch(function () {});
+  }
+
+  // ---- A cursor the server no longer has: everything may have changed ----
+  // Each record the page shows on its own is asked for its version (a
+  // form in progress then says so); a List or Inquiry is fetched again,
+  // unless a form is open in it, when the region offers to.
+  function check(el) {
+    var id = el.getAttribute("data-live-id"), src = el.getAttribute("data-live-src");
+    if (!src) return;
+    fetch(src, { headers: { Accept: "application/json" }, credentials: "same-origin" }).then(function (res) {
+      if (res.status === 404) { note(id, 0, true); return; }
+      if (!res.ok) return;
+      return res.json().then(function (m) { if (m && typeof m.version === "number") note(id, m.version, false); });
+    }).catch(function () {});
+  }
+  function reset() {
+    var r = results();
+    document.querySelectorAll("[data-live='page'], [data-live='form']").forEach(check);
+    if (!r) return;
+    if (inProgress(r).length) {
+      fresh = null;
+      showLink("This list may be out of date", "Show the current " + word("many"));
+    } else {
+      refreshResults();
+    }
+  }
+
+  // refreshResults fetches the List or Inquiry again, as it is asked for
+  // now, and morphs it in: rows stay where they are (and focus in them),
+  // new ones come, deleted ones go; forms in progress are kept.
+  // to is another page of them to go to (the first, where the new ones
+  // are), which becomes the page's address.
+  function refreshResults(to) {
+    var r = results(), url = r && r.getAttribute("hx-get");
+    if (!url) return;
+    fresh = null;
+    showCount();
+    var opts = { source: r, target: r, swap: "outerMorph", select: "#" + CSS.escape(r.id), live: "results" };
+    if (to && to !== url) { url = to; opts.push = to; }
+    htmx.ajax("GET", url, opts).catch(function () {});
+  }
+
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-live-show]");
+    if (!b) return;
+    // The button goes with its words: focus to the results' summary.
+    var count = document.getElementById("results-count");
+    if (count) count.focus();
+    refreshResults(fresh && fresh.results === results() ? fresh.url : null);
+    showLink("");
+  });
+
+  // ---- The stream's events ----
+  function listen(name, fn) {
+    document.addEventListener(name, function (e) {
+      if (!isStream(e.target)) return;
+      var raw = (e.detail && e.detail.data) || "", d = null;
+      try { d = JSON.parse(raw); } catch (err) { d = null; }
+      if (name === "reset") { fn(); return; }
+      // The id as sent: ids reach 18 digits, past a JavaScript number.
+      var m = /"id"\s*:\s*"?([1-9][0-9]{0,17})\b/.exec(raw);
+      if (!d || !m) return;
+      fn(m[1], typeof d.version === "number" ? d.version : 0, d);
+    });
+  }
+  listen("updated", function (id, v) { note(id, v, false); });
+  listen("deleted", function (id, v) { note(id, v, true); });
+  listen("created", function (id, v, d) { note(id, v, false); countNew(id, d); });
+  listen("reset", reset);
+
+  document.addEventListener("htmx:sse:after:connection", function (e) {
+    if (!isStream(e.target)) return;
+    retryDelay = 0;
+    e.target.setAttribute("data-live-state", "open");
+  });
+  document.addEventListener("htmx:sse:close", function (e) {
+    if (isStream(e.target)) e.target.setAttribute("data-live-state", "closed");
+  });
+  // The first connection failed (no stream, a 503): the extension only
+  // reconnects a stream it had, so this tries again, more slowly each time.
+  function retry(el) {
+    retryDelay = Math.min(retryDelay ? retryDelay * 2 : 1000, 30000);
+    setTimeout(function () {
+      if (el.isConnected && el.getAttribute("data-live-state") !== "open") {
+        htmx.ajax("GET", el.getAttribute("hx-sse:connect"), { source: el }).catch(function () {});
+      }
+    }, retryDelay);
+  }
+
+  // ---- The person's own requests ----
+  document.addEventListener("htmx:before:request", function (e) {
+    var ctx = e.detail && e.detail.ctx, src = ctx && ctx.sourceElement;
+    if (!ctx || ctx.live || isStream(src)) return;
+    var m = src && src.closest && src.closest("[data-live-id]");
+    if (!m) return;
+    ctx.liveBusy = m.getAttribute("data-live-id");
+    busy[ctx.liveBusy] = (busy[ctx.liveBusy] || 0) + 1;
+  });
+  document.addEventListener("htmx:finally:request", function (e) {
+    var ctx = e.detail && e.detail.ctx;
+    if (!ctx || !ctx.liveBusy) return;
+    var id = ctx.liveBusy;
+    ctx.liveBusy = null;
+    if (--busy[id] <= 0) delete busy[id];
+    reconcileAll();
+  });
+  document.addEventListener("htmx:after:swap", function (e) {
+    var ctx = e.detail && e.detail.ctx;
+    if (ctx && !ctx.live && ctx.target && ctx.target.tagName === "MAIN") unsay();
+    if (fresh && fresh.results !== results()) { fresh = null; showCount(); }
+    // What a swap brought may be older than the stream said.
+    reconcileAll();
+  });
+
+  htmx.registerExtension("orders-live", {
+    htmx_after_request: function (elt, detail) {
+      var ctx = detail.ctx;
+      if (isStream(ctx.sourceElement)) { retry(ctx.sourceElement); return false; } // not a stream
+      if (!ctx.live) return;
+      if (ctx.response.status === 404 && /^\d+$/.test(ctx.live)) { note(ctx.live, ctx.liveVersion, true); return false; }
+      if (ctx.response.status !== 200) { relive(ctx); return false; } // keep what shows
+      if (ctx.sourceElement) ctx.sourceElement._liveRetry = 0;
+    },
+    htmx_error: function (elt, detail) {
+      var ctx = detail && detail.ctx;
+      if (ctx && isStream(ctx.sourceElement)) retry(ctx.sourceElement);
+      else if (ctx && ctx.live) relive(ctx);
+    },
+    htmx_before_swap: function (elt, detail) {
+      var ctx = detail.ctx;
+      if (!ctx.live) return;
+      // An Inquiry without the entry (deleted meanwhile: its event marks
+      // it) would swap nothing in for it: the entry would vanish.
+      var main = detail.tasks.find(function (t) { return t.type === "main"; });
+      if (ctx.liveEntry && main && !main.fragment.firstElementChild) return false;
+      // The notices' regions are the person's: a live answer leaves them.
+      for (var i = detail.tasks.length - 1; i >= 0; i--) {
+        if (detail.tasks[i].type === "partial") detail.tasks.splice(i, 1);
+      }
+      // Forms in progress stay as they are; a typed-in form on a record's
+      // page says its record changed.
+      inProgress(ctx.target).forEach(function (el) {
+        kept.add(el);
+        if (el.tagName === "FORM" && /^\d+$/.test(ctx.live)) {
+          notice(el, changedText(ctx.live, ctx.liveVersion) + " Your text is kept.", false);
+        }
+      });
+      ctx.liveCurrent = Array.prototype.map.call(ctx.target.querySelectorAll(".is-current"), function (c) { return c.id; });
+      if (ctx.target.classList.contains("is-current")) ctx.liveCurrent.push(ctx.target.id);
+    },
+    htmx_before_morph_node: function (elt, detail) {
+      if (kept.has(detail.oldNode)) return false;
+    },
+    htmx_finally_swap: function (elt, detail) {
+      var ctx = detail.ctx;
+      if (!ctx.live) return;
+      kept.clear();
+      // The current row of j and k stays current.
+      (ctx.liveCurrent || []).forEach(function (id) {
+        var c = id && document.getElementById(id);
+        if (c) c.classList.add("is-current");
+      });
+    }
+  });
 })();

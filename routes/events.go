@@ -1,0 +1,353 @@
+package routes
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// Live updates (CONTRACT §10): GET /<plural>/events is the collection's
+// changes as a text/event-stream, across every app instance sharing the
+// Redis (store/events.go):
+//
+//	retry: 1000
+//
+//	id: 1732385000000-0
+//	event: updated
+//	data: {"id":42,"version":3,"status":"confirmed"}
+//
+// Last-Event-ID (or ?after=, for a client that cannot set headers) replays
+// what the client missed from Redis; a cursor the stream no longer holds
+// gets "event: reset" (read again what you show), then the live events. A
+// comment every heartbeat keeps proxies and clients from thinking the
+// connection dead. Each instance holds at most MaxStreams streams (503 and
+// Retry-After beyond); each is one goroutine and a buffer of at most
+// store.SubscriptionBuffer events, and a client that falls further behind
+// is cut off and reconnects where it was. Shutdown ends every stream at
+// once, so in-flight requests drain as before.
+
+// DefaultHeartbeat is the interval of the heartbeat comments.
+const DefaultHeartbeat = 20 * time.Second
+
+// DefaultMaxStreams is how many event streams one instance holds open.
+const DefaultMaxStreams = 1000
+
+// streamWriteTimeout is how long a write to a client may block before the
+// stream is given up (a client that stopped reading).
+const streamWriteTimeout = 30 * time.Second
+
+// shutdownGrace is how long a stream's last writes may take once the
+// server shuts down: a client that does not read them is cut off then,
+// instead of holding the shutdown up for streamWriteTimeout.
+const shutdownGrace = time.Second
+
+var errNoEventStream = fiber.NewError(fiber.StatusNotAcceptable, "this resource is available as text/event-stream")
+
+// errTooManyStreams is a fiber.Error, not a store EUNAVAILABLE, whose
+// answer would set Retry-After: 1 over the 5 set beside it.
+var errTooManyStreams = fiber.NewError(fiber.StatusServiceUnavailable, "too many live update streams are open on this server; try again in a moment")
+
+// acceptsEventStream reports whether an Accept header allows
+// text/event-stream (no header does).
+func acceptsEventStream(accept string) bool {
+	if strings.TrimSpace(accept) == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		name, params, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "text/event-stream", "text/*", "*/*":
+		default:
+			continue
+		}
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				} else {
+					q = 0
+				}
+			}
+		}
+		if q > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// streams counts the open event streams of one application.
+type streams struct {
+	slots     chan struct{}
+	heartbeat time.Duration
+}
+
+func newStreams(max int, heartbeat time.Duration) *streams {
+	if max <= 0 {
+		max = DefaultMaxStreams
+	}
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeat
+	}
+	return &streams{slots: make(chan struct{}, max), heartbeat: heartbeat}
+}
+
+// feedsKey is the Locals key of the application's feeds by resource
+// (store.Feed names), for liveAfter.
+const feedsKey = "live-feeds"
+
+// liveAfter is the cursor of the newest event of res's stream, for a page
+// rendered now ("" when it cannot be read: the page connects without one).
+func liveAfter(c *fiber.Ctx, res *resource) string {
+	feeds, _ := c.Locals(feedsKey).(map[string]*store.Feed)
+	if res == nil || feeds[res.Feed] == nil {
+		return ""
+	}
+	cur, err := feeds[res.Feed].Newest(c.UserContext())
+	if err != nil {
+		return ""
+	}
+	return cur
+}
+
+// events serves GET <path>/events from feed.
+func (st *streams) events(feed *store.Feed) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if !acceptsEventStream(c.Get(fiber.HeaderAccept)) {
+			return errNoEventStream
+		}
+		after := c.Get("Last-Event-ID")
+		if after == "" {
+			after = c.Query("after")
+		}
+		select {
+		case st.slots <- struct{}{}:
+		default:
+			c.Set(fiber.HeaderRetryAfter, "5")
+			return errTooManyStreams
+		}
+		release := func() { <-st.slots }
+		sub, err := feed.Subscribe(c.UserContext())
+		if err != nil {
+			release()
+			c.Set(fiber.HeaderRetryAfter, "1")
+			return err
+		}
+		c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		c.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+		if c.Method() == fiber.MethodHead {
+			sub.Close()
+			release()
+			return nil
+		}
+		rc := c.Context()
+		done, conn := rc.Done(), rc.Conn()
+		// The connection is read while the stream lasts, to see a client
+		// leave (watchClient): it serves no request after it.
+		rc.SetConnectionClose()
+		rc.SetBodyStreamWriter(func(w *bufio.Writer) {
+			defer release()
+			defer sub.Close()
+			out := &eventWriter{w: w, conn: conn}
+			// A write blocked on a client that reads nothing would not see
+			// the shutdown: its deadline is brought forward.
+			finished := make(chan struct{})
+			defer close(finished)
+			go func() {
+				select {
+				case <-done:
+					out.cut()
+				case <-finished:
+				}
+			}()
+			gone := make(chan struct{})
+			go watchClient(conn, gone)
+			out.comment("live updates")
+			out.raw("retry: 1000\n\n")
+			last := sub.Start()
+			if after != "" {
+				var ok bool
+				if last, ok = replay(out, feed, after, sub.Start(), done); !ok {
+					return
+				}
+			}
+			if out.flush() != nil {
+				return
+			}
+			beat := time.NewTicker(st.heartbeat)
+			defer beat.Stop()
+			for {
+				select {
+				case <-done:
+					return // the server shuts down: the client reconnects elsewhere
+				case <-gone:
+					return // the client left: its slot is free at once
+				case <-beat.C:
+					out.comment("heartbeat")
+				case e, ok := <-sub.C:
+					if !ok {
+						if sub.Reset() {
+							out.event(store.Event{Action: store.ActionReset, Data: []byte("{}")})
+							_ = out.flush()
+						}
+						return // behind: the client reconnects where it was
+					}
+					last = out.after(e, last)
+					// What else waits goes out in the same flush: a burst
+					// is written as fast as the feed hands it on.
+					for n := len(sub.C); n > 0; n-- {
+						e, ok := <-sub.C
+						if !ok {
+							break // closed: the next turn says why
+						}
+						last = out.after(e, last)
+					}
+				}
+				if out.flush() != nil {
+					return // the client is gone
+				}
+			}
+		})
+		return nil
+	}
+}
+
+// watchClient reads conn until the client closes it (or the server does,
+// after the stream), then closes gone. An event stream's client sends
+// nothing after its request, so the end of its side says at once that it
+// left, where a write would fail only at the second heartbeat after (the
+// first is taken by the socket). Go's net/http watches its connections so
+// too. Whatever a client sends is dropped: the connection closes after
+// the stream.
+func watchClient(conn net.Conn, gone chan<- struct{}) {
+	defer close(gone)
+	var b [64]byte
+	for {
+		_, err := conn.Read(b[:])
+		var ne net.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ne) && ne.Timeout():
+			// The deadline fasthttp set for reading the request.
+			if conn.SetReadDeadline(time.Time{}) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// replay writes the events after cursor after, or a reset when the stream
+// no longer holds them (then start, where the live events begin, is the
+// reset's id), and returns the cursor of the last event written; ok is
+// false when Redis could not be read or the server shuts down (done): the
+// stream ends, the client tries again.
+func replay(out *eventWriter, feed *store.Feed, after, start string, done <-chan struct{}) (last string, ok bool) {
+	for {
+		select {
+		case <-done:
+			return after, false
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Every batch checked: between two, a client that reads slowly may
+		// let the stream move on past the last event it was sent.
+		evs, err := feed.Replay(ctx, after, true)
+		cancel()
+		if errors.Is(err, store.ErrCursorGone) {
+			out.event(store.Event{Cursor: start, Action: store.ActionReset, Data: []byte("{}")})
+			return start, true
+		}
+		if err != nil {
+			return after, false
+		}
+		for _, e := range evs {
+			out.event(e)
+			after = e.Cursor
+		}
+		if len(evs) < store.ReplayBatch {
+			return after, true
+		}
+		if out.flush() != nil {
+			return after, false
+		}
+	}
+}
+
+// eventWriter writes the text/event-stream format.
+type eventWriter struct {
+	w    *bufio.Writer
+	conn interface{ SetWriteDeadline(time.Time) error }
+	err  error
+	// mu orders flush's deadlines and cut's: once cut, the deadline only
+	// comes sooner.
+	mu     sync.Mutex
+	cutOff bool
+}
+
+func (o *eventWriter) raw(s string) {
+	if o.err == nil {
+		_, o.err = o.w.WriteString(s)
+	}
+}
+
+func (o *eventWriter) comment(s string) { o.raw(": " + s + "\n\n") }
+
+// after writes e unless it is not after last (replayed already), and
+// returns the cursor of the last event written.
+func (o *eventWriter) after(e store.Event, last string) string {
+	if !store.After(e.Cursor, last) {
+		return last
+	}
+	o.event(e)
+	return e.Cursor
+}
+
+// event writes one event; its data is JSON, one line.
+func (o *eventWriter) event(e store.Event) {
+	if e.Cursor != "" {
+		o.raw("id: " + e.Cursor + "\n")
+	}
+	o.raw("event: " + e.Action + "\ndata: " + string(e.Data) + "\n\n")
+}
+
+// flush sends what was written; a client that does not take it within
+// streamWriteTimeout is given up.
+func (o *eventWriter) flush() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.conn != nil {
+		o.mu.Lock()
+		if !o.cutOff {
+			_ = o.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		}
+		o.mu.Unlock()
+	}
+	o.err = o.w.Flush()
+	return o.err
+}
+
+// cut gives the writes still to come shutdownGrace at most, from any
+// goroutine.
+func (o *eventWriter) cut() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cutOff = true
+	if o.conn != nil {
+		_ = o.conn.SetWriteDeadline(time.Now().Add(shutdownGrace))
+	}
+}

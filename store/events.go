@@ -1,0 +1,507 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Live updates (CONTRACT §10): every change of a record is also an event in
+// its resource's event stream, a Redis stream (o:events, p:{p}:events), so
+// that every app instance sharing the Redis sees every change, and a
+// client that reconnects gets what it missed from Redis itself.
+//
+// Where the record's transaction can hold the stream (a single Redis, the
+// embedded one, and a kind kept in one Cluster slot: products), the XADD is
+// part of the record's MULTI: an event for exactly every change. Orders on
+// a Cluster spread over every slot and the stream lives in one: there the
+// writer adds the event after its transaction and its settle, before it
+// deletes its intent; a writer that could not (a crash, a timeout) leaves
+// its intent, and the reconciler that settles it adds the event of the
+// record as it then is. So every change is an event at least once; a
+// repeated event names a version the reader has already seen.
+//
+// Each instance follows a stream with one reader (a Feed), whatever the
+// number of clients: one blocking XREAD at a time, its events handed to
+// every Subscription, each with a bounded buffer. A subscriber that falls
+// behind is dropped, and its client reconnects with the last event it got
+// (Last-Event-ID), which Replay serves from Redis.
+
+// EventsKept is how many events a stream keeps at least (XADD MAXLEN ~):
+// what a client that reconnects can be given again.
+const EventsKept = 10000
+
+// The resources' event streams, as Feed names them.
+const (
+	OrderEvents   = "o"
+	ProductEvents = "p"
+)
+
+// Event is one event of a stream: Action is created, updated or deleted
+// (reset: the reader missed events and must read again what it shows),
+// Cursor its place in the stream (an opaque id: Last-Event-ID), Data its
+// JSON ({"id": 42, "version": 3, "status": "confirmed"}).
+type Event struct {
+	Cursor string
+	Action string
+	Data   json.RawMessage
+}
+
+// ActionReset is the event that tells a reader it missed events.
+const ActionReset = "reset"
+
+// eventsKey is the kind's event stream: in the kind's slot when it has one.
+func (k *kind[T]) eventsKey(s *Store) string {
+	if k.slot != "" {
+		return s.prefix + k.name + ":{" + k.slot + "}:events"
+	}
+	return s.prefix + k.name + ":events"
+}
+
+// changeEvent is the event of a change from cur to next (nil, nil when
+// the kind has no events).
+func changeEvent[T any](k *kind[T], cur, next *T) (action string, data []byte) {
+	if k.event == nil {
+		return "", nil
+	}
+	switch {
+	case cur == nil:
+		return ActionCreated, k.event(next)
+	case next == nil:
+		return ActionDeleted, k.event(cur)
+	}
+	return ActionUpdated, k.event(next)
+}
+
+// queueEvent queues the XADD of an event (in a transaction, or alone).
+func queueEvent(ctx context.Context, p redis.Cmdable, key, action string, data []byte) *redis.StringCmd {
+	return p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: EventsKept, Approx: true, ID: "*", Values: []any{"a", action, "d", data}})
+}
+
+// publishAfter adds the event of a change whose transaction could not hold
+// it (a sharded kind), even past ctx's end: the write happened.
+func publishAfter[T any](ctx context.Context, s *Store, k *kind[T], cur, next *T) error {
+	action, data := changeEvent(k, cur, next)
+	if action == "" {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	return queueEvent(pctx, s.rdb, k.eventsKey(s), action, data).Err()
+}
+
+// publishCurrent adds the event of record id as it is now, for the
+// reconciler, which settles a write whose writer may not have added its
+// event: created or updated from the record, deleted (with the version
+// the history's newest entry names) when it is gone.
+func (k *kind[T]) publishCurrent(ctx context.Context, s *Store, id int64) error {
+	if k.event == nil || !k.sharded(s) {
+		return nil
+	}
+	key := k.key(s, id)
+	h, err := s.rdb.HGetAll(ctx, key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if cur, ok := k.decode(id, h); ok {
+		action := ActionUpdated
+		if k.version(cur) == 1 {
+			action = ActionCreated
+		}
+		return queueEvent(ctx, s.rdb, k.eventsKey(s), action, k.event(cur)).Err()
+	}
+	if len(h) > 0 {
+		return nil // damaged: nothing to tell
+	}
+	last, err := s.rdb.ZRevRange(ctx, historyKey(key), 0, 0).Result()
+	if err != nil || len(last) == 0 {
+		return err
+	}
+	e, ok := decodeEntry(last[0])
+	if !ok || e.Action != ActionDeleted {
+		return nil
+	}
+	data, _ := json.Marshal(struct {
+		ID      int64 `json:"id"`
+		Version int64 `json:"version"`
+	}{id, e.Version})
+	return queueEvent(ctx, s.rdb, k.eventsKey(s), ActionDeleted, data).Err()
+}
+
+// eventsKeys are the streams by Feed name.
+func (s *Store) eventsKey(name string) (string, bool) {
+	switch name {
+	case OrderEvents:
+		return orders.eventsKey(s), true
+	case ProductEvents:
+		return productKind.eventsKey(s), true
+	}
+	return "", false
+}
+
+// cursor is a stream entry id, "<ms>-<seq>", as numbers to compare.
+type cursor struct{ ms, seq uint64 }
+
+func parseCursor(s string) (cursor, bool) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok || len(s) > 41 {
+		return cursor{}, false
+	}
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return cursor{ms, seq}, err1 == nil && err2 == nil
+}
+
+func (c cursor) less(d cursor) bool { return c.ms < d.ms || c.ms == d.ms && c.seq < d.seq }
+
+func (c cursor) String() string {
+	return strconv.FormatUint(c.ms, 10) + "-" + strconv.FormatUint(c.seq, 10)
+}
+
+func toEvent(m redis.XMessage) Event {
+	e := Event{Cursor: m.ID}
+	e.Action, _ = m.Values["a"].(string)
+	d, _ := m.Values["d"].(string)
+	e.Data = json.RawMessage(d)
+	return e
+}
+
+// Feed follows one event stream for this instance and hands its events
+// to its subscriptions.
+type Feed struct {
+	s    *Store
+	name string
+	key  string
+	// Buffer is each subscription's buffer: a subscriber further behind is
+	// dropped (its channel closed with Behind set).
+	buffer int
+
+	mu      sync.Mutex
+	subs    map[*Subscription]struct{}
+	running bool
+	last    cursor // the newest event handed out (or the stream's newest when the reader started)
+}
+
+// Subscription receives a feed's events from its start on, in stream
+// order, until Close; C is closed when the subscriber fell behind (Behind)
+// or the feed lost its place in the stream (Reset: events may be missing).
+type Subscription struct {
+	C     <-chan Event
+	c     chan Event
+	f     *Feed
+	start cursor
+	// Behind: the buffer filled up; Reset: the reader missed events.
+	behind, reset bool
+}
+
+// Start is the cursor after which the subscription's events come.
+func (sub *Subscription) Start() string { return sub.start.String() }
+
+// Behind reports whether the subscription was dropped for falling behind.
+func (sub *Subscription) Behind() bool {
+	sub.f.mu.Lock()
+	defer sub.f.mu.Unlock()
+	return sub.behind
+}
+
+// Reset reports whether the subscription was dropped because the feed
+// may have missed events (the stream was trimmed past it during an
+// outage).
+func (sub *Subscription) Reset() bool {
+	sub.f.mu.Lock()
+	defer sub.f.mu.Unlock()
+	return sub.reset
+}
+
+// Close ends the subscription.
+func (sub *Subscription) Close() {
+	f := sub.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.subs[sub]; ok {
+		delete(f.subs, sub)
+		close(sub.c)
+	}
+}
+
+// SubscriptionBuffer is how many events a subscriber may be behind before
+// it is dropped (its client reconnects and is given them from Redis).
+const SubscriptionBuffer = 256
+
+// Feed returns this store's feed of a stream (OrderEvents, ProductEvents);
+// nil for an unknown name.
+func (s *Store) Feed(name string) *Feed {
+	key, ok := s.eventsKey(name)
+	if !ok {
+		return nil
+	}
+	s.feedsMu.Lock()
+	defer s.feedsMu.Unlock()
+	if s.feeds == nil {
+		s.feeds = map[string]*Feed{}
+	}
+	f := s.feeds[name]
+	if f == nil {
+		f = &Feed{s: s, name: name, key: key, buffer: SubscriptionBuffer, subs: map[*Subscription]struct{}{}}
+		s.feeds[name] = f
+	}
+	return f
+}
+
+// Name is the feed's name (OrderEvents, ProductEvents).
+func (f *Feed) Name() string { return f.name }
+
+// Subscribers is the number of open subscriptions.
+func (f *Feed) Subscribers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs)
+}
+
+// Subscribe opens a subscription: the events after Start. The feed's
+// reader starts with the first subscription (reading the stream's newest
+// event, which may fail: EUNAVAILABLE) and stops a little after the last
+// one closes.
+func (f *Feed) Subscribe(ctx context.Context) (*Subscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.running {
+		newest, err := f.newest(ctx)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		f.last, f.running = newest, true
+		go f.read()
+	}
+	c := make(chan Event, f.buffer)
+	sub := &Subscription{C: c, c: c, f: f, start: f.last}
+	f.subs[sub] = struct{}{}
+	return sub, nil
+}
+
+// Newest is the stream's newest cursor ("0-0" when it is empty): a page
+// rendered now connects with it (?after=), so a change made between the
+// render and the connection is replayed, not missed.
+func (f *Feed) Newest(ctx context.Context) (string, error) {
+	c, err := f.newest(ctx)
+	if err != nil {
+		return "", wrap(err)
+	}
+	return c.String(), nil
+}
+
+// newest is the stream's newest cursor (0-0 when it is empty).
+func (f *Feed) newest(ctx context.Context) (cursor, error) {
+	ms, err := f.s.rdb.XRevRangeN(ctx, f.key, "+", "-", 1).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return cursor{}, err
+	}
+	if len(ms) == 0 {
+		return cursor{}, nil
+	}
+	c, _ := parseCursor(ms[0].ID)
+	return c, nil
+}
+
+// readBatch is the most events one XREAD of the feed's reader takes: well
+// under SubscriptionBuffer, so one read of a burst never fills the buffer
+// of a subscriber that was keeping up.
+const readBatch = SubscriptionBuffer / 2
+
+// readBlock is how long one XREAD of the feed's reader waits for events.
+const readBlock = time.Second
+
+// read is the feed's reader: XREAD from its last cursor, blocking up to
+// readBlock, handing every event to every subscription, until no one is
+// subscribed. After a failed read, and before handing on what a read
+// brought, it checks that the stream still holds its place: when it does
+// not (trimmed past a reader that fell behind, a Redis that came back
+// empty, perhaps through a connection its client opened again without an
+// error, a FLUSHALL), events may be missing, and every subscription is
+// dropped with Reset.
+func (f *Feed) read() {
+	ctx := context.Background()
+	failed := false
+	pause := 50 * time.Millisecond
+	for {
+		f.mu.Lock()
+		if len(f.subs) == 0 {
+			f.running = false
+			f.mu.Unlock()
+			return
+		}
+		from := f.last
+		f.mu.Unlock()
+		if failed {
+			if lost, err := f.gone(ctx, from); err == nil {
+				failed = false
+				pause = 50 * time.Millisecond
+				if lost {
+					f.resetAll()
+					continue
+				}
+			} else {
+				time.Sleep(pause)
+				pause = min(2*pause, 2*time.Second)
+				continue
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, readBlock+2*time.Second)
+		res, err := f.s.rdb.XRead(rctx, &redis.XReadArgs{Streams: []string{f.key, from.String()}, Count: readBatch, Block: readBlock}).Result()
+		cancel()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			failed = true
+			time.Sleep(pause)
+			pause = min(2*pause, 2*time.Second)
+			continue
+		}
+		if lost, err := f.gone(ctx, from); err != nil || lost {
+			failed = err != nil // the events are read again
+			if lost {
+				f.resetAll()
+			}
+			continue
+		}
+		for _, st := range res {
+			for _, m := range st.Messages {
+				f.hand(m)
+			}
+		}
+	}
+}
+
+// hand gives one event to every subscription, dropping those whose
+// buffer is full.
+func (f *Feed) hand(m redis.XMessage) {
+	c, ok := parseCursor(m.ID)
+	if !ok {
+		return
+	}
+	e := toEvent(m)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.last.less(c) {
+		return
+	}
+	f.last = c
+	for sub := range f.subs {
+		select {
+		case sub.c <- e:
+		default:
+			sub.behind = true
+			delete(f.subs, sub)
+			close(sub.c)
+		}
+	}
+}
+
+// resetAll drops every subscription with Reset and starts the feed again
+// from the stream's newest event.
+func (f *Feed) resetAll() {
+	newest, err := f.newest(context.Background())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		f.last = newest
+	}
+	for sub := range f.subs {
+		sub.reset = true
+		delete(f.subs, sub)
+		close(sub.c)
+	}
+}
+
+// gone reports whether the stream no longer holds event c, the feed's
+// place (a cursor before any event has nothing to lose).
+func (f *Feed) gone(ctx context.Context, c cursor) (bool, error) {
+	if c == (cursor{}) {
+		return false, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	ms, err := f.s.rdb.XRangeN(rctx, f.key, c.String(), c.String(), 1).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return len(ms) == 0, nil
+}
+
+// ErrCursorGone is Replay's error for a cursor it cannot serve: older
+// than the oldest event kept, newer than the newest, or not a cursor.
+var ErrCursorGone = errors.New("the events after this cursor are no longer kept")
+
+// ReplayBatch is the most events one Replay call returns.
+const ReplayBatch = 500
+
+// Replay returns the events after cursor after, at most ReplayBatch of
+// them, oldest first (none: the client is up to date). check asks that
+// the cursor be verified too: ErrCursorGone when events after it may be
+// missing (it is older than the oldest event kept) or it names no event
+// the stream could have had (malformed, or newer than the newest). The
+// events are read first and the cursor checked after, in one round trip:
+// the oldest event kept only moves on, so a cursor still kept after the
+// read was kept during it, and the events read follow it with no gap.
+func (f *Feed) Replay(ctx context.Context, after string, check bool) ([]Event, error) {
+	c, ok := parseCursor(after)
+	if !ok {
+		return nil, ErrCursorGone
+	}
+	var rc *redis.XStreamSliceCmd
+	var oc, nc *redis.XMessageSliceCmd
+	var lc *redis.IntCmd
+	_, err := f.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rc = p.XRead(ctx, &redis.XReadArgs{Streams: []string{f.key, c.String()}, Count: ReplayBatch, Block: -1})
+		if check {
+			oc = p.XRangeN(ctx, f.key, "-", "+", 1)
+			nc = p.XRevRangeN(ctx, f.key, "+", "-", 1)
+			lc = p.XLen(ctx, f.key)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	if check {
+		oldest, newest := oc.Val(), nc.Val()
+		// 0-0 is the start of a stream (Newest of an empty one: a page
+		// rendered before the first event): every event after it is kept
+		// until the stream is first trimmed, which MAXLEN does only once it
+		// holds EventsKept.
+		fromStart := c == (cursor{}) && lc.Val() < EventsKept
+		if len(oldest) == 0 || len(newest) == 0 {
+			if fromStart {
+				return nil, nil // still empty: up to date
+			}
+			return nil, ErrCursorGone // nothing kept: not even the event it names
+		}
+		first, _ := parseCursor(oldest[0].ID)
+		last, _ := parseCursor(newest[0].ID)
+		if (c.less(first) && !fromStart) || last.less(c) {
+			return nil, ErrCursorGone
+		}
+	}
+	var out []Event
+	for _, st := range rc.Val() {
+		for _, m := range st.Messages {
+			out = append(out, toEvent(m))
+		}
+	}
+	return out, nil
+}
+
+// After reports whether cursor a comes after cursor b in a stream (a
+// malformed one comes before everything).
+func After(a, b string) bool {
+	ca, oka := parseCursor(a)
+	cb, okb := parseCursor(b)
+	return oka && (!okb || cb.less(ca))
+}
