@@ -485,6 +485,9 @@ func settleAll[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale
 }
 
 func settleEntries[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry, all bool) ([]ixEntry, error) {
+	if !k.sharded(s) {
+		return stale, settleInOne(ctx, s, k, id, stale, all)
+	}
 	key := k.key(s, id)
 	stale = slices.Clip(stale) // appended to below: never into the caller's array
 	for range 20 {
@@ -536,6 +539,48 @@ func settleEntries[T any](ctx context.Context, s *Store, k *kind[T], id int64, s
 		}
 	}
 	return stale, errors.New("the record kept changing while its index entries were settled")
+}
+
+// settleInOne is settleEntries where the record and its indexes share a
+// transaction (a single Redis, or a kind kept to one slot): the entries
+// change in one MULTI under a WATCH of the record, so they are those of
+// the version read or nothing was written. A settle that fails half way,
+// or a context cancelled between its writes and its check, must not leave
+// the entries of a record deleted meanwhile: on a single Redis no intent
+// names them, and they would dangle until the next repair.
+func settleInOne[T any](ctx context.Context, s *Store, k *kind[T], id int64, stale []ixEntry, all bool) error {
+	key := k.key(s, id)
+	for range 20 {
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HGetAll(ctx, key).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			var want []ixEntry
+			if cur, ok := k.decode(id, h); ok {
+				want = k.entries(s, cur)
+				if !all {
+					want = slices.DeleteFunc(want, func(e ixEntry) bool { return !hasMember(stale, e) })
+				}
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				for _, e := range stale {
+					if !hasMember(want, e) {
+						p.ZRem(ctx, e.Key, e.Member)
+					}
+				}
+				for i := len(want) - 1; i >= 0; i-- {
+					p.ZAdd(ctx, want[i].Key, redis.Z{Score: want[i].Score, Member: want[i].Member})
+				}
+				return nil
+			})
+			return err
+		}, key)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+	}
+	return errors.New("the record kept changing while its index entries were settled")
 }
 
 // hasMember reports whether es has e's key and member (whatever the score):
