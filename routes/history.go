@@ -30,6 +30,9 @@ type historyView struct {
 	// Gone: the record is deleted; its history is still shown, and no note
 	// can be added.
 	Gone bool
+	// Older: the entries are a page past the newest (before=), so an empty
+	// one is the end of the history, not a record without any.
+	Older bool
 	// Focus puts the focus in the note's field: the answer to a note
 	// (the field cleared after a note, or its message after a 422). htmx
 	// focuses an autofocus field it swaps in; a page load does too.
@@ -174,7 +177,7 @@ func (m *members[T, In]) historyPage(c *fiber.Ctx, rp repr) (*response, error) {
 		}
 		return gone(c, rp, m.R, id, err)
 	}
-	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries)}
+	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries), Older: before != ""}
 	if page.Next != "" {
 		h.Next = m.R.HistoryPath(id) + "?before=" + page.Next
 	}

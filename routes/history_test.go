@@ -7,6 +7,7 @@ package routes
 // whose ETag follows its history.
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -711,4 +712,22 @@ func wantTimeline(t *testing.T, r *testutil.Resp, s *suiteResource, newest strin
 	if !strings.Contains(sec, `name="note"`) {
 		t.Errorf("%s: the timeline has no note form", r.What)
 	}
+}
+
+// TestTimelineOfAnOrderWithoutHistory: an order made before its history
+// was kept (the demo data: Seed writes no entries) says so, instead of
+// "no history" under a page that shows it changed; a page of entries past
+// the oldest says it is the end.
+func TestTimelineOfAnOrderWithoutHistory(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		if _, err := a.store.Seed(context.Background(), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		sec := elementByID(a.get(t, "/orders/1", testutil.HPage).WantStatus(t, http.StatusOK).Body, orderResource.HistoryID())
+		if !strings.Contains(sec, "Nothing recorded: this order was made before its history was kept.") {
+			t.Errorf("the timeline of a seeded order:\n%s\nwant it to say it was made before its history was kept", testutil.Snippet(sec))
+		}
+		a.get(t, "/orders/1/history?before=1", testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, "No older entries.").WantLacks(t, "Nothing recorded")
+	})
 }
