@@ -85,30 +85,68 @@ func queueEvent(ctx context.Context, p redis.Cmdable, key, action string, data [
 }
 
 // publishAfter adds the event of a change whose transaction could not hold
-// it (a sharded kind), even past ctx's end: the write happened.
-func publishAfter[T any](ctx context.Context, s *Store, k *kind[T], cur, next *T) error {
+// it (a sharded kind), even past ctx's end: the write happened. Added
+// after the transaction, it may land after the event of a later change (a
+// delete by another instance between the two): the record is read again
+// after it, and when it has moved on, its current state is added too, so
+// the stream's last word on a record is always right.
+func publishAfter[T any](ctx context.Context, s *Store, k *kind[T], id int64, cur, next *T) error {
 	action, data := changeEvent(k, cur, next)
 	if action == "" {
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	return queueEvent(pctx, s.rdb, k.eventsKey(s), action, data).Err()
+	if err := queueEvent(pctx, s.rdb, k.eventsKey(s), action, data).Err(); err != nil {
+		return err
+	}
+	want := ""
+	if next != nil {
+		want = strconv.FormatInt(k.version(next), 10)
+	}
+	now, err := s.rdb.HGet(pctx, k.key(s, id), k.versionField).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if now == want {
+		return nil
+	}
+	return k.publishCurrent(pctx, s, id)
 }
 
 // publishCurrent adds the event of record id as it is now, for the
 // reconciler, which settles a write whose writer may not have added its
 // event: created or updated from the record, deleted (with the version
-// the history's newest entry names) when it is gone.
+// the history's newest entry names) when it is gone. It reads the version
+// again after adding it and goes round while the record moves on: a
+// change that lands between the read and the XADD must not leave the
+// stream's last word on the record stale (its own event may come first).
 func (k *kind[T]) publishCurrent(ctx context.Context, s *Store, id int64) error {
 	if k.event == nil || !k.sharded(s) {
 		return nil
 	}
 	key := k.key(s, id)
-	h, err := s.rdb.HGetAll(ctx, key).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return err
+	for range 5 {
+		h, err := s.rdb.HGetAll(ctx, key).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if err := k.publishState(ctx, s, id, h); err != nil {
+			return err
+		}
+		now, err := s.rdb.HGet(ctx, key, k.versionField).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if now == h[k.versionField] {
+			return nil
+		}
 	}
+	return errors.New("the record kept changing while its event was added")
+}
+
+// publishState adds the event of record id as h holds it.
+func (k *kind[T]) publishState(ctx context.Context, s *Store, id int64, h map[string]string) error {
 	if cur, ok := k.decode(id, h); ok {
 		action := ActionUpdated
 		if k.version(cur) == 1 {
@@ -119,7 +157,7 @@ func (k *kind[T]) publishCurrent(ctx context.Context, s *Store, id int64) error 
 	if len(h) > 0 {
 		return nil // damaged: nothing to tell
 	}
-	last, err := s.rdb.ZRevRange(ctx, historyKey(key), 0, 0).Result()
+	last, err := s.rdb.ZRevRange(ctx, historyKey(k.key(s, id)), 0, 0).Result()
 	if err != nil || len(last) == 0 {
 		return err
 	}
@@ -134,7 +172,6 @@ func (k *kind[T]) publishCurrent(ctx context.Context, s *Store, id int64) error 
 	return queueEvent(ctx, s.rdb, k.eventsKey(s), ActionDeleted, data).Err()
 }
 
-// eventsKeys are the streams by Feed name.
 func (s *Store) eventsKey(name string) (string, bool) {
 	switch name {
 	case OrderEvents:

@@ -65,7 +65,11 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 			if !claimed {
 				continue // another request with this key got in first
 			}
-			return s.createClaimed(ctx, k, fingerprint, id, o)
+			created, err := s.createClaimed(ctx, k, fingerprint, id, o)
+			if err == errClaimMoved {
+				continue
+			}
+			return created, err
 		}
 		if err != nil {
 			return nil, wrap(err)
@@ -87,15 +91,21 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 		case err == nil:
 			// Another request's order holds the claimed id (the counter went
 			// back after a failover): createClaimed moves the claim.
-			return s.createClaimed(ctx, k, fingerprint, id, o)
-		case ErrorCode(err) != ENOTFOUND:
-			return nil, err
-		case state == "d":
-			return nil, Errorf(ENOTFOUND, "order %d, created with this Idempotency-Key, has since been deleted", id)
+		default:
+			if ErrorCode(err) != ENOTFOUND {
+				return nil, err
+			}
+			if state == "d" {
+				return nil, Errorf(ENOTFOUND, "order %d, created with this Idempotency-Key, has since been deleted", id)
+			}
+			// The first request claimed the key but its create did not
+			// happen (yet): this one makes it, under the claimed id.
 		}
-		// The first request claimed the key but its create did not happen
-		// (yet): this one makes it, under the claimed id.
-		return s.createClaimed(ctx, k, fingerprint, id, o)
+		created, err := s.createClaimed(ctx, k, fingerprint, id, o)
+		if err == errClaimMoved {
+			continue // read the claim again: it names the mover's order
+		}
+		return created, err
 	}
 	return nil, unavailable(errors.New("the idempotency key kept changing"))
 }
@@ -117,8 +127,8 @@ func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int
 			if err != nil {
 				return nil, wrap(err)
 			}
-			if err := s.rdb.SetArgs(ctx, k, fingerprint+" "+strconv.FormatInt(newID, 10)+" p", redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil {
-				return nil, wrap(err)
+			if err := s.moveClaim(ctx, k, fingerprint, id, newID); err != nil {
+				return nil, err
 			}
 			return s.createClaimed(ctx, k, fingerprint, newID, o)
 		}
@@ -127,6 +137,43 @@ func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int
 		return nil, err
 	}
 	// Best effort: a claim left at "p" only means a retry reads the order.
+	// (The id is this key's for good: only a claim naming another
+	// request's order is ever moved.)
 	s.rdb.SetArgs(ctx, k, fingerprint+" "+strconv.FormatInt(id, 10)+" d", redis.SetArgs{Mode: "XX", KeepTTL: true})
 	return created, nil
+}
+
+// errClaimMoved: the key's claim no longer names the id the request was
+// creating under; another request with the key moved it (CreateOnce reads
+// the claim again, and answers that request's order).
+var errClaimMoved = errors.New("the idempotency claim was moved by another request")
+
+// moveClaim points the key's claim from id (another request's order holds
+// it) to newID, only if it still names id: two requests with the key that
+// both find id taken must not each move it, or the key would name two
+// orders, the first one already answered.
+func (s *Store) moveClaim(ctx context.Context, k, fingerprint string, id, newID int64) error {
+	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		v, err := tx.Get(ctx, k).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		fp, rest, _ := strings.Cut(v, " ")
+		idText, _, _ := strings.Cut(rest, " ")
+		if fp != fingerprint || idText != strconv.FormatInt(id, 10) {
+			return errClaimMoved
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.SetArgs(ctx, k, fingerprint+" "+strconv.FormatInt(newID, 10)+" p", redis.SetArgs{Mode: "XX", KeepTTL: true})
+			return nil
+		})
+		return err
+	}, k)
+	switch {
+	case errors.Is(err, redis.TxFailedErr):
+		return errClaimMoved
+	case err != nil && err != errClaimMoved:
+		return wrap(err)
+	}
+	return err
 }

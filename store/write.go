@@ -368,7 +368,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				// The event, which the transaction could not hold: when it
 				// cannot be added, the intent stays, and the reconciler
 				// that settles it adds the event of the record as it is.
-				if publishAfter(ctx, s, k, ch.Before, ch.After) == nil {
+				if publishAfter(ctx, s, k, id, ch.Before, ch.After) == nil {
 					s.rdb.HDel(ctx, s.intentsKey(), field)
 				}
 			} else {
@@ -490,6 +490,7 @@ func settleEntries[T any](ctx context.Context, s *Store, k *kind[T], id int64, s
 	}
 	key := k.key(s, id)
 	stale = slices.Clip(stale) // appended to below: never into the caller's array
+	field := ""                // the intent naming what an all settle may write
 	for range 20 {
 		h, err := s.rdb.HGetAll(ctx, key).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -507,8 +508,20 @@ func settleEntries[T any](ctx context.Context, s *Store, k *kind[T], id int64, s
 		}
 		if all {
 			// Named from now on: removed in a later round if the record
-			// moves on, and returned if this one fails.
+			// moves on, and returned if this one fails. And named in Redis
+			// before they are written, as a writer names its entries: a
+			// record deleted or changed between the read above and the
+			// pipeline below leaves the entries of the state read, and
+			// this process may not live to read the version again (a
+			// repair killed, or cut off from Redis): the intent stays, and
+			// the reconciler settles them.
 			stale = append(stale, want...)
+			if field == "" {
+				field = k.name + ":" + strconv.FormatInt(id, 10) + ":" + newToken()
+			}
+			if err := s.recordIntent(ctx, field, stale, nil); err != nil {
+				return stale, err
+			}
 		}
 		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, e := range stale {
@@ -535,6 +548,9 @@ func settleEntries[T any](ctx context.Context, s *Store, k *kind[T], id int64, s
 			return stale, err
 		}
 		if v == version {
+			if field != "" {
+				s.rdb.HDel(ctx, s.intentsKey(), field)
+			}
 			return stale, nil
 		}
 	}

@@ -914,7 +914,9 @@
   // A member created elsewhere, which this List or Inquiry does not show.
   function countNew(id, d) {
     var r = results();
-    if (!r || members(id).length) return;
+    // Not one already deleted: on a Cluster a create's event may come
+    // after the delete's (the stream's last word is still the delete).
+    if (!r || members(id).length || (known[id] && known[id].gone)) return;
     if (!fresh || fresh.results !== r) fresh = { results: r, ids: {}, n: 0 };
     if (fresh.ids[id]) return;
     // A filter of the list (status, active) the new member fails: it
