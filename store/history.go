@@ -316,7 +316,10 @@ func (s *Store) history(ctx context.Context, key, cursor string, perPage int) (H
 	out := HistoryPage{Entries: make([]HistoryEntry, 0, min(len(zs), perPage))}
 	for i, z := range zs {
 		if i == perPage {
-			out.Next = out.Entries[len(out.Entries)-1].Cursor
+			// The page's last member, read or not: an entry that cannot
+			// be read (damaged) is skipped, and the next page still starts
+			// after it.
+			out.Next = strconv.FormatInt(int64(zs[i-1].Score), 10)
 			break
 		}
 		m, _ := z.Member.(string)

@@ -2,10 +2,14 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"orders/store"
 	"orders/testutil"
@@ -171,6 +175,42 @@ func TestProductHistory(t *testing.T) {
 			if up.Action != "updated" || up.Version != 2 || up.Changes["unit_price"] != (store.FieldChange{From: "3.50", To: "4.00"}) ||
 				up.Changes["active"] != (store.FieldChange{From: true, To: false}) || len(up.Changes) != 2 {
 				t.Errorf("update entry: %+v", up)
+			}
+		})
+	}
+}
+
+// TestHistoryWithDamagedEntries: entries that cannot be read (damaged, or
+// written by some other program) are skipped, and paging goes on past
+// them: a page made only of them is an empty page with its next cursor,
+// never a failure (it was a panic: index out of range).
+func TestHistoryWithDamagedEntries(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx := context.Background()
+			o := f.create(t, "Damaged")
+			hk := f.prefix + "o:{" + strconv.FormatInt(o.ID, 10) + "}:h"
+			for i := 100; i < 110; i++ {
+				must(t, f.tg.Client.ZAdd(ctx, hk, redis.Z{Score: float64(i), Member: fmt.Sprintf("%012dgarbage", i)}).Err())
+			}
+			h, err := f.s.OrderHistory(ctx, o.ID, "", 5)
+			if err != nil || len(h.Entries) != 0 || h.Next != "105" {
+				t.Fatalf("a page of damaged entries: %+v, %v; want no entries and next 105", h, err)
+			}
+			var seen []string
+			for cursor, pages := "", 0; pages < 10; pages++ {
+				h, err := f.s.OrderHistory(ctx, o.ID, cursor, 5)
+				must(t, err)
+				for _, e := range h.Entries {
+					seen = append(seen, e.Action)
+				}
+				if cursor = h.Next; cursor == "" {
+					break
+				}
+			}
+			if !slices.Equal(seen, []string{store.ActionCreated}) {
+				t.Errorf("walking the pages read %v, want the create alone", seen)
 			}
 		})
 	}
