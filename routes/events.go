@@ -45,6 +45,17 @@ const DefaultMaxStreams = 1000
 // stream is given up (a client that stopped reading).
 const streamWriteTimeout = 30 * time.Second
 
+// streamSendBuffer is the kernel send buffer of a stream's connection. A
+// client that stops reading is cut off once store.SubscriptionBuffer
+// events behind, but only after the socket buffers are full: the kernel's
+// default lets the send buffer grow to megabytes (some 20,000 events held
+// for a client that reads nothing, and far past the events Redis keeps, so
+// it could not reconnect where it was). Linux doubles this figure; with a
+// client's receive buffer, a few hundred events at most wait in the
+// sockets. Events are small and come a few at a time, so a burst still
+// leaves in one write.
+const streamSendBuffer = 32 << 10
+
 // shutdownGrace is how long a stream's last writes may take once the
 // server shuts down: a client that does not read them is cut off then,
 // instead of holding the shutdown up for streamWriteTimeout.
@@ -154,6 +165,9 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 		}
 		rc := c.Context()
 		done, conn := rc.Done(), rc.Conn()
+		if tc, ok := conn.(interface{ SetWriteBuffer(int) error }); ok {
+			_ = tc.SetWriteBuffer(streamSendBuffer)
+		}
 		// The connection is read while the stream lasts, to see a client
 		// leave (watchClient): it serves no request after it.
 		rc.SetConnectionClose()
