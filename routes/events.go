@@ -155,6 +155,22 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 			c.Set(fiber.HeaderRetryAfter, "1")
 			return err
 		}
+		// A client back with a cursor gets its first events read before
+		// the answer: while Redis does not answer, that is a 503 it
+		// retries, not a 200 that ends with nothing.
+		var first *replayBatch
+		if after != "" && c.Method() != fiber.MethodHead {
+			ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+			evs, err := feed.Replay(ctx, after, true)
+			cancel()
+			if err != nil && !errors.Is(err, store.ErrCursorGone) {
+				sub.Close()
+				release()
+				c.Set(fiber.HeaderRetryAfter, "1")
+				return err
+			}
+			first = &replayBatch{evs, err}
+		}
 		c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		c.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
@@ -193,7 +209,7 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 			last := sub.Start()
 			if after != "" {
 				var ok bool
-				if last, ok = replay(out, feed, after, sub.Start(), done); !ok {
+				if last, ok = replay(out, feed, after, sub.Start(), done, first); !ok {
 					return
 				}
 			}
@@ -264,23 +280,36 @@ func watchClient(conn net.Conn, gone chan<- struct{}) {
 	}
 }
 
-// replay writes the events after cursor after, or a reset when the stream
-// no longer holds them (then start, where the live events begin, is the
-// reset's id), and returns the cursor of the last event written; ok is
-// false when Redis could not be read or the server shuts down (done): the
-// stream ends, the client tries again.
-func replay(out *eventWriter, feed *store.Feed, after, start string, done <-chan struct{}) (last string, ok bool) {
+// replayBatch is a batch of replayed events read ahead, or why not.
+type replayBatch struct {
+	evs []store.Event
+	err error
+}
+
+// replay writes the events after cursor after (the first batch read ahead
+// when first is not nil), or a reset when the stream no longer holds them
+// (then start, where the live events begin, is the reset's id), and
+// returns the cursor of the last event written; ok is false when Redis
+// could not be read or the server shuts down (done): the stream ends, the
+// client tries again.
+func replay(out *eventWriter, feed *store.Feed, after, start string, done <-chan struct{}, first *replayBatch) (last string, ok bool) {
 	for {
 		select {
 		case <-done:
 			return after, false
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		// Every batch checked: between two, a client that reads slowly may
-		// let the stream move on past the last event it was sent.
-		evs, err := feed.Replay(ctx, after, true)
-		cancel()
+		var evs []store.Event
+		var err error
+		if first != nil {
+			evs, err, first = first.evs, first.err, nil
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			// Every batch checked: between two, a client that reads slowly
+			// may let the stream move on past the last event it was sent.
+			evs, err = feed.Replay(ctx, after, true)
+			cancel()
+		}
 		if errors.Is(err, store.ErrCursorGone) {
 			out.event(store.Event{Cursor: start, Action: store.ActionReset, Data: []byte("{}")})
 			return start, true

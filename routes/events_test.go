@@ -1087,7 +1087,9 @@ func (r *ownRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 func (r *ownRedis) start() {
 	r.t.Helper()
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
-		"--save", "", "--appendonly", "no", "--dbfilename", "dump.rdb")
+		"--save", "", "--appendonly", "no", "--dbfilename", "dump.rdb",
+		// DEBUG SLEEP makes it hang (Redis 7 refuses DEBUG without this).
+		"--enable-debug-command", "local")
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
@@ -1159,8 +1161,12 @@ func TestEventsWhileRedisGoesAway(t *testing.T) {
 	// 1. Redis does not answer for 4 s (DEBUG SLEEP), then does again.
 	sleeper := redis.NewClient(&redis.Options{Addr: r.addr(), ReadTimeout: 10 * time.Second})
 	defer sleeper.Close()
-	go sleeper.Do(ctx, "DEBUG", "SLEEP", "4")
+	slept := make(chan error, 1)
+	go func() { slept <- sleeper.Do(ctx, "DEBUG", "SLEEP", "4").Err() }()
 	time.Sleep(4500 * time.Millisecond)
+	if err := <-slept; err != nil {
+		t.Fatalf("DEBUG SLEEP: %v", err)
+	}
 	create("After a pause")
 	waitAll("after a pause")
 	if f.resets > 0 {
@@ -1222,6 +1228,53 @@ func TestEventsWhileRedisGoesAway(t *testing.T) {
 	waitAll("after FLUSHALL")
 	if f.resets == before {
 		t.Errorf("after FLUSHALL: no reset (events %v)", f.events()[nEvs:])
+	}
+}
+
+// TestEventsReplayWhileRedisHangs: a client back with a cursor while
+// Redis does not answer (another stream keeps the feed running, so
+// subscribing needs no Redis) gets 503 with Retry-After: 1, which it
+// retries, not a 200 that ends with nothing; once Redis answers, the same
+// request replays what it missed.
+func TestEventsReplayWhileRedisHangs(t *testing.T) {
+	r := startOwnRedis(t)
+	st, feed, f := followOver(t, r.addr())
+	ctx := context.Background()
+	if _, err := st.Create(ctx, store.Input{Customer: ptr("Before the hang")}); err != nil {
+		t.Fatal(err)
+	}
+	all := testutil.Events(t, feed, "0-0")
+	base := f.bases[0]
+	get := func() (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/orders/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Last-Event-ID", "0-0")
+		cl := &http.Client{Transport: sseTransport, Timeout: 10 * time.Second}
+		res, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b := make([]byte, 4096)
+		n, _ := io.ReadAtLeast(res.Body, b, 1)
+		return res, string(b[:n])
+	}
+	sleeper := redis.NewClient(&redis.Options{Addr: r.addr(), ReadTimeout: 10 * time.Second})
+	defer sleeper.Close()
+	slept := make(chan error, 1)
+	go func() { slept <- sleeper.Do(ctx, "DEBUG", "SLEEP", "3").Err() }()
+	time.Sleep(300 * time.Millisecond)
+	res, body := get()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "1" {
+		t.Errorf("a replay while Redis hangs: %s, Retry-After %q, %q; want 503 with Retry-After: 1", res.Status, res.Header.Get("Retry-After"), body)
+	}
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+	res, body = get()
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "id: "+all[0].Cursor) {
+		t.Errorf("the replay once Redis answers: %s, %q; want 200 with event %s", res.Status, body, all[0].Cursor)
 	}
 }
 
