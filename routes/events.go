@@ -68,31 +68,39 @@ var errNoEventStream = fiber.NewError(fiber.StatusNotAcceptable, "this resource 
 var errTooManyStreams = fiber.NewError(fiber.StatusServiceUnavailable, "too many live update streams are open on this server; try again in a moment")
 
 // acceptsEventStream reports whether an Accept header allows
-// text/event-stream (no header does).
+// text/event-stream (no header does). The most specific range that names
+// it decides (RFC 9110 §12.5.1): "text/event-stream;q=0, */*" refuses it.
 func acceptsEventStream(accept string) bool {
 	if strings.TrimSpace(accept) == "" {
 		return true
 	}
+	q := map[string]float64{} // by range: the first q given for it
 	for _, part := range strings.Split(accept, ",") {
 		name, params, _ := strings.Cut(part, ";")
-		switch strings.ToLower(strings.TrimSpace(name)) {
+		name = strings.ToLower(strings.TrimSpace(name))
+		switch name {
 		case "text/event-stream", "text/*", "*/*":
 		default:
 			continue
 		}
-		q := 1.0
+		if _, seen := q[name]; seen {
+			continue
+		}
+		q[name] = 1
 		for _, p := range strings.Split(params, ";") {
 			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
 			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
 				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-					q = f
+					q[name] = f
 				} else {
-					q = 0
+					q[name] = 0
 				}
 			}
 		}
-		if q > 0 {
-			return true
+	}
+	for _, name := range []string{"text/event-stream", "text/*", "*/*"} {
+		if v, ok := q[name]; ok {
+			return v > 0
 		}
 	}
 	return false
@@ -135,6 +143,7 @@ func liveAfter(c *fiber.Ctx, res *resource) string {
 // events serves GET <path>/events from feed.
 func (st *streams) events(feed *store.Feed) fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		c.Vary(fiber.HeaderAccept)
 		if !acceptsEventStream(c.Get(fiber.HeaderAccept)) {
 			return errNoEventStream
 		}

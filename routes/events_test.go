@@ -801,17 +801,26 @@ func TestEventsMethodsAndAccept(t *testing.T) {
 			}
 		}
 	}
-	for _, accept := range []string{"application/json", "text/html", "text/event-stream;q=0", "image/*", "text/event-stream;q=abc"} {
+	// The most specific range decides: text/event-stream;q=0 beside */*
+	// refuses it, text/*;q=0 beside text/event-stream allows it.
+	for _, accept := range []string{"application/json", "text/html", "text/event-stream;q=0", "image/*", "text/event-stream;q=abc",
+		"text/event-stream;q=0, */*", "*/*, text/event-stream;q=0", "text/*;q=0, */*"} {
 		s := testutil.OpenSSE(t, l.base, "/orders/events", map[string]string{"Accept": accept})
 		if s.Resp.StatusCode != http.StatusNotAcceptable {
 			t.Errorf("Accept %q: %s, want 406", accept, s.Resp.Status)
 		}
+		if !strings.Contains(s.Resp.Header.Get("Vary"), "Accept") {
+			t.Errorf("Accept %q: Vary %q, want Accept named", accept, s.Resp.Header.Get("Vary"))
+		}
 		s.Close()
 	}
-	for _, accept := range []string{"", "*/*", "text/*", "text/html, text/event-stream;q=0.1"} {
+	for _, accept := range []string{"", "*/*", "text/*", "text/html, text/event-stream;q=0.1", "text/*;q=0, text/event-stream", "*/*;q=0, text/*"} {
 		s := testutil.OpenSSE(t, l.base, "/orders/events", map[string]string{"Accept": accept, "Accept-Encoding": "gzip, br, deflate"})
 		if s.Resp.StatusCode != http.StatusOK {
 			t.Errorf("Accept %q: %s, want 200", accept, s.Resp.Status)
+		}
+		if !strings.Contains(s.Resp.Header.Get("Vary"), "Accept") {
+			t.Errorf("Accept %q: Vary %q, want Accept named", accept, s.Resp.Header.Get("Vary"))
 		}
 		if enc := s.Resp.Header.Get("Content-Encoding"); enc != "" {
 			t.Errorf("Accept %q: Content-Encoding %q: a compressed stream holds its events back", accept, enc)
