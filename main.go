@@ -253,11 +253,9 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, log *slog.L
 
 	if cfg.seed > 0 {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		n, err := st.Count(sctx)
-		if err == nil && n == 0 {
-			start := time.Now()
-			var wrote int
-			wrote, err = st.Seed(sctx, cfg.seed, nil)
+		start := time.Now()
+		seeded, wrote, err := st.SeedIfEmpty(sctx, cfg.seed)
+		if seeded {
 			log.Info("seeded demo orders", "orders", wrote, "seconds", time.Since(start).Seconds())
 		}
 		cancel()

@@ -380,3 +380,39 @@ func TestSeedFillsTheCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedIfEmptyOnceAmongInstances: instances started together on one
+// empty store each ask to seed (main's -seed): the demo orders are written
+// once, not once per instance; a store that holds orders is not seeded.
+func TestSeedIfEmptyOnceAmongInstances(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			seeders := 0
+			for range 4 {
+				wg.Go(func() {
+					s := store.New(tg.Client, store.Options{Prefix: f.prefix, Cluster: tg.Cluster})
+					ok, _, err := s.SeedIfEmpty(ctx, 30)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						mu.Lock()
+						seeders++
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if n, err := f.s.Count(ctx); err != nil || n != 30 || seeders != 1 {
+				t.Errorf("four instances seeding 30 at once: %d orders stored (%v) by %d seeders, want 30 by one", n, err, seeders)
+			}
+			if ok, _, err := f.s.SeedIfEmpty(ctx, 30); ok || err != nil {
+				t.Errorf("a store with orders seeded again: %v, %v", ok, err)
+			}
+		})
+	}
+}

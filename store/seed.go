@@ -93,6 +93,32 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	return written, nil
 }
 
+// seedLockTTL bounds how long a seed keeps other instances from seeding.
+const seedLockTTL = 10 * time.Minute
+
+// SeedIfEmpty seeds n demo orders when the store holds none (main's -seed),
+// once among the instances that start together on one empty Redis: each
+// would see it empty and seed its own n. The first takes a lock (kept
+// seedLockTTL, or until its seed ends); the others leave the seeding to
+// it: seeding is false for them, and for a store that holds orders.
+func (s *Store) SeedIfEmpty(ctx context.Context, n int) (seeded bool, wrote int, err error) {
+	if n <= 0 {
+		return false, 0, nil
+	}
+	lock := s.prefix + "seeding"
+	ok, err := s.rdb.SetNX(ctx, lock, "1", seedLockTTL).Result()
+	if err != nil || !ok {
+		return false, 0, wrap(err)
+	}
+	defer s.rdb.Del(context.WithoutCancel(ctx), lock)
+	have, err := s.Count(ctx)
+	if err != nil || have > 0 {
+		return false, 0, err
+	}
+	wrote, err = s.Seed(ctx, n, nil)
+	return true, wrote, err
+}
+
 const (
 	// seedBatch orders go in one pipeline.
 	seedBatch = 1000
