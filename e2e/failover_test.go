@@ -19,6 +19,7 @@ type failoverLoad struct {
 	mu       sync.Mutex
 	fails    []time.Time    // every 5xx answer and transport error, when it came
 	failedBy map[string]int // "POST 503", "GET error", ...
+	internal []string       // the first answers 500 (a failover is an outage: 503)
 	acked    map[int64]int64
 	creates  int // acknowledged creates
 	puts     int // acknowledged PUTs
@@ -49,6 +50,9 @@ func (l *failoverLoad) fail(what string, r *testutil.Resp, err error) {
 	defer l.mu.Unlock()
 	l.fails = append(l.fails, time.Now())
 	l.failedBy[key]++
+	if err == nil && r.Status == http.StatusInternalServerError && len(l.internal) < 3 {
+		l.internal = append(l.internal, what+" "+testutil.Snippet(r.Body))
+	}
 }
 
 // ack records an acknowledged write of o.
@@ -249,6 +253,22 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 	figure(summary)
 	t.Log(summary)
 
+	if len(l.internal) > 0 {
+		// Seen once in about ten runs, at a load of 13 on two cores, with
+		// no body kept then; not reproduced at a low load. Said loudly, not
+		// failed, until its cause is known (a redis error reply that wrap
+		// does not know as transient is the suspect).
+		var why []string
+		for _, ln := range strings.Split(app.out.String(), "\n") {
+			if strings.Contains(ln, "request failed") && len(why) < 3 {
+				why = append(why, ln)
+			}
+		}
+		line := "failover: answers 500 during the failover, want 503 (an outage, CONTRACT §8): " + strings.Join(l.internal, "; ") +
+			"; the app logged: " + strings.Join(why, " | ")
+		figure(line)
+		t.Log(line)
+	}
 	if window > 2*time.Second {
 		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s (CONTRACT §8)", window.Round(time.Millisecond))
 	}

@@ -422,7 +422,11 @@ func wrap(err error) error {
 	var re redis.Error
 	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
 		msg := re.Error()
-		for _, transient := range []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "MOVED", "ASK"} {
+		// Replies of a Redis that cannot take the command now: starting,
+		// failing over, busy, full (OOM: maxmemory under noeviction), or a
+		// MULTI one of whose queued commands was refused so (EXECABORT).
+		for _, transient := range []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "MOVED", "ASK",
+			"OOM", "EXECABORT", "NOREPLICAS"} {
 			if strings.HasPrefix(msg, transient) {
 				return unavailable(err)
 			}
