@@ -625,19 +625,23 @@ func TestAttackRepairBesideWriters(t *testing.T) {
 }
 
 // deleteDuringSettle deletes an order (through another store) just before
-// the first index write that its hooked store sends, and then fails the
-// command after it: a repair cut short (a fault, or its context cancelled)
-// between writing index entries and checking the record again.
+// the first index pipeline (a ZADD) its hooked store sends, lets that
+// pipeline through, and then fails the command after it: a repair cut
+// short (a fault, or its context cancelled) between writing index entries
+// and checking the record again. With die, every later command fails: the
+// process lost Redis for good (a partition, a crash, a kill -9 of
+// `orders -repair`), past intentAgain's second.
 type deleteDuringSettle struct {
-	armed, failNext atomic.Bool
-	del             func() error
-	delErr          error
+	armed, failNext, dead atomic.Bool
+	die                   bool
+	del                   func() error
+	delErr                error
 }
 
 func (d *deleteDuringSettle) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (d *deleteDuringSettle) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if d.failNext.CompareAndSwap(true, false) {
+		if d.dead.Load() || d.failNext.CompareAndSwap(true, false) {
 			return errInjected
 		}
 		return next(ctx, cmd)
@@ -645,6 +649,9 @@ func (d *deleteDuringSettle) ProcessHook(next redis.ProcessHook) redis.ProcessHo
 }
 func (d *deleteDuringSettle) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if d.dead.Load() {
+			return errInjected
+		}
 		zadd := false
 		for _, c := range cmds {
 			zadd = zadd || c.Name() == "zadd"
@@ -654,7 +661,11 @@ func (d *deleteDuringSettle) ProcessPipelineHook(next redis.ProcessPipelineHook)
 		}
 		d.delErr = d.del()
 		err := next(ctx, cmds)
-		d.failNext.Store(true)
+		if d.die {
+			d.dead.Store(true)
+		} else {
+			d.failNext.Store(true)
+		}
 		return err
 	}
 }

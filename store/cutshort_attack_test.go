@@ -1,8 +1,9 @@
 package store_test
 
 // Multi-step write sequences of the store cut short, or interleaved with a
-// concurrent writer, that leave a lasting inconsistency nothing heals
-// (review of store/*.go beside settleInOne).
+// concurrent writer, that left a lasting inconsistency nothing healed
+// (found by a review of store/*.go beside settleInOne; each failed before
+// its fix).
 
 import (
 	"context"
@@ -44,60 +45,18 @@ func singleTargets(t *testing.T) []testutil.Target {
 	return out
 }
 
-// deleteThenDie deletes an order (through another store) just before the
-// first index pipeline (a ZADD) its hooked store sends, lets that pipeline
-// through, and then fails every later command of the hooked store: the
-// process that sent it lost its connection for good (a partition, a crash,
-// a kill -9 of `orders -repair`) between writing index entries and anything
-// it could do after.
-type deleteThenDie struct {
-	armed, dead atomic.Bool
-	del         func() error
-	delErr      error
-}
-
-func (d *deleteThenDie) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (d *deleteThenDie) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if d.dead.Load() {
-			return errInjected
-		}
-		return next(ctx, cmd)
-	}
-}
-func (d *deleteThenDie) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if d.dead.Load() {
-			return errInjected
-		}
-		zadd := false
-		for _, c := range cmds {
-			zadd = zadd || c.Name() == "zadd"
-		}
-		if !zadd || !d.armed.CompareAndSwap(true, false) {
-			return next(ctx, cmds)
-		}
-		d.delErr = d.del()
-		err := next(ctx, cmds)
-		d.dead.Store(true)
-		return err
-	}
-}
-
 // TestCutShortClusterRepairDiesAfterItsSettlePipeline: on the Cluster code
 // path, Repair's settleAll (repair.go fixID -> write.go settleEntries with
-// all) writes the entries of the record as it read it in a plain pipeline
-// that no intent names beforehand; only when a later command fails does it
-// record an intent (intentAgain). The order is deleted between Repair's read
-// and its pipeline (the delete's own settle removes the entries first), and
-// the repair's process then loses Redis for good: the deleted order's entries
-// dangle, and no intent is left for the reconciler. CONTRACT §8: no index
-// entry points at a missing order for longer than 5 s. With a status change
-// instead of the delete the entries left are stale (the order stays in the
-// "pending" sets while confirmed), which no reader removes. (One failed
-// command alone is healed: intentAgain names the entries; it is the repair
-// losing Redis for longer than intentAgain's second, or dying, that leaves
-// them.)
+// all) writes the entries of the record as it read it. The order is
+// deleted (or confirmed) between Repair's read and its pipeline (the
+// delete's own settle removes the entries first), and the repair's process
+// then loses Redis for good. CONTRACT §8: no index entry points at a
+// missing order, and none is stale, for longer than 5 s. It held only once
+// settleEntries recorded an intent naming the entries before writing them
+// (the writer's protocol): before, it named them only when a later
+// command failed (intentAgain, which needs Redis within its second), and 7
+// dangling or 6 stale entries stayed for good; a stale one no reader
+// removes.
 func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
 	for _, change := range []string{"delete", "confirm"} {
 		for _, tg := range singleTargets(t) { // fresh targets for each change
@@ -114,7 +73,7 @@ func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
 				// One missing entry, so that Repair settles the order.
 				must(t, tg.Client.ZRem(ctx, tg.Prefix+"ix:{id}:pending", strconv.FormatInt(o.ID, 10)).Err())
 
-				h := &deleteThenDie{del: func() error { return s.Delete(ctx, o.ID, 0, 0) }}
+				h := &deleteDuringSettle{die: true, del: func() error { return s.Delete(ctx, o.ID, 0, 0) }}
 				live, deleted := map[int64]int64{}, map[int64]bool{o.ID: true}
 				if change == "confirm" {
 					// A status change instead: the entries Repair writes are
@@ -182,13 +141,13 @@ func (b *beforeGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // another request's order holds (the counter went back after a failover:
 // the case createClaimed defends against, TestAttackIdempotentRetryAfter-
 // CounterWentBack). Two requests with that key run side by side (a client
-// that retries after a 503 while its first request is still running). Each
-// finds the claimed id taken and moves the claim to a fresh id with an
-// unconditional SET XX (idempotency.go createClaimed): the second move
-// overwrites the first, already done and answered. Two orders are created
-// for one key, the two requests answer different orders, and every later
-// retry answers the second: CONTRACT §8 "the same key within 24 hours
-// answers the first request's result (same order, same status)".
+// that retries after a 503 while its first request is still running).
+// Each finds the claimed id taken and moves the claim to a fresh id. The
+// move must be a compare-and-swap (moveClaim): with an unconditional SET
+// XX the second move overwrote the first, already done and answered, and
+// one key made two orders, every later retry answering the second
+// (CONTRACT §8: "the same key within 24 hours answers the first request's
+// result").
 func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
 	for _, tg := range singleTargets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -251,11 +210,12 @@ func (b *beforeXAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // order's event is added after its transaction and its settle
 // (write.go publishAfter). A create whose event is held up between the two
 // (a slow connection, a GC pause) while another instance deletes the new
-// order puts "created" in the stream after "deleted": the stream's last
-// word on the order says it exists. A page rendered after the delete (its
-// cursor just after the "deleted" event) is told of a new order that does
-// not exist (app.js countNew announces it). Where the event shares the
-// transaction (single Redis, products) this cannot happen.
+// order put "created" in the stream after "deleted": the stream's last
+// word on the order said it exists, and a page rendered after the delete
+// announced a new order that does not exist. publishAfter reads the
+// version again after its event and adds the current state when it moved
+// on. (Where the event shares the transaction, a single Redis and
+// products, this cannot happen.)
 func TestCutShortClusterEventAfterItsDelete(t *testing.T) {
 	for _, tg := range singleTargets(t) {
 		t.Run(tg.Name+"-cluster-path", func(t *testing.T) {
