@@ -263,3 +263,33 @@ func jsonID(d []byte) int64 {
 	_ = json.Unmarshal(d, &v)
 	return v.ID
 }
+
+// TestCutShortTwoKeysOneBody: two Idempotency-Keys carrying the same body
+// (a client that means two identical orders) after the counter went back
+// (a failover lost an INCR): the second key's claim names the first key's
+// order. Its answer must be an order of its own, not the first key's,
+// which matched it by the body's fingerprint alone.
+func TestCutShortTwoKeysOneBody(t *testing.T) {
+	for _, tg := range singleTargets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := store.New(tg.Client, store.Options{Prefix: tg.Prefix})
+			ada := store.Input{Customer: ptr("Ada Lovelace")}
+			first, err := s.CreateOnce(ctx, "k-1", "fp", ada)
+			must(t, err)
+			must(t, tg.Client.Set(ctx, tg.Prefix+"seq", strconv.FormatInt(first.ID-1, 10), 0).Err())
+			second, err := s.CreateOnce(ctx, "k-2", "fp", ada)
+			must(t, err)
+			if second.ID == first.ID {
+				t.Errorf("the second key answered the first key's order %d; want an order of its own", first.ID)
+			}
+			again, err := s.CreateOnce(ctx, "k-1", "fp", ada)
+			if err != nil || again.ID != first.ID {
+				t.Errorf("the first key again: %+v, %v; want its order %d", again, err, first.ID)
+			}
+			if n, _ := s.Count(ctx); n != 2 {
+				t.Errorf("%d orders stored, want 2", n)
+			}
+		})
+	}
+}

@@ -86,7 +86,7 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 		}
 		cur, err := s.Get(ctx, id)
 		switch {
-		case err == nil && cur.idem == fingerprint:
+		case err == nil && madeFor(cur.idem, k, fingerprint):
 			return cur, nil
 		case err == nil:
 			// Another request's order holds the claimed id (the counter went
@@ -111,7 +111,7 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 }
 
 func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int64, o Order) (*Order, error) {
-	o.idem = fingerprint
+	o.idem = idemMark(k, fingerprint)
 	created, err := s.createAs(ctx, id, o)
 	if err == errIDTaken {
 		// A racing retry with this key made it first: that is the answer;
@@ -120,7 +120,7 @@ func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int
 		if ErrorCode(err) == ENOTFOUND {
 			return nil, Errorf(ENOTFOUND, "order %d, created with this Idempotency-Key, has since been deleted", id)
 		}
-		if err == nil && created.idem != fingerprint {
+		if err == nil && !madeFor(created.idem, k, fingerprint) {
 			// Another request's order holds the claimed id (the counter went
 			// back after a failover): this key's order gets a fresh id.
 			newID, err := s.rdb.Incr(ctx, s.seqKey()).Result()
@@ -176,4 +176,20 @@ func (s *Store) moveClaim(ctx context.Context, k, fingerprint string, id, newID 
 		return wrap(err)
 	}
 	return err
+}
+
+// idemMark is what an order created for a key keeps (its idem field): the
+// request's fingerprint and the key's claim. Two keys may carry the same
+// request (a client that sends one body twice, meaning two orders): after
+// the counter went back, the second key's claim can name the first key's
+// order, which must not then be its answer.
+func idemMark(k, fingerprint string) string {
+	return fingerprint + "@" + k[strings.LastIndexByte(k, ':')+1:]
+}
+
+// madeFor reports whether an order's idem field says it was created for
+// key claim k with this fingerprint (or, as orders created before the mark
+// named the key, with this fingerprint alone).
+func madeFor(idem, k, fingerprint string) bool {
+	return idem == idemMark(k, fingerprint) || idem == fingerprint
 }
