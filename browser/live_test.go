@@ -187,6 +187,10 @@ func TestLiveDeleteMarksRow(t *testing.T) {
 	row := fmt.Sprintf("#order-row-%d", x.ID)
 	a.openLive(t, "/orders")
 	b.openLive(t, "/orders")
+	// B's focus is on the row's Delete, which the delete disables: it must
+	// not fall to the page's body (a keyboard or screen reader user would
+	// lose their place), but go to the row, whose badge says Deleted.
+	b.do(t, "focus in B", chromedp.Focus(css(row+" button.danger")))
 
 	b.watch(t, "the delete in B", fmt.Sprintf(`document.querySelector(%q).classList.contains("gone")`, row))
 	since := a.act(t, "delete in A", chromedp.Click(css(row+" button.danger")), chromedp.WaitNotPresent(css(row)))
@@ -201,6 +205,9 @@ func TestLiveDeleteMarksRow(t *testing.T) {
 	}
 	if got := b.jsString(t, `document.querySelectorAll("[data-rows] > tr").length`); got != "2" {
 		t.Errorf("B shows %s rows, want both, the deleted one marked", got)
+	}
+	if !b.jsBool(t, fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, row)) {
+		t.Errorf("B's focus went to %s when the row it was in was deleted, want the row", b.focused(t))
 	}
 }
 
@@ -351,6 +358,26 @@ func TestLiveEditPageKept(t *testing.T) {
 	}
 	if cur, _ := a.store.Get(context.Background(), x.ID); cur.Notes != "" || cur.Version != 2 {
 		t.Errorf("Compare saved something: notes %q at version %d", cur.Notes, cur.Version)
+	}
+
+	// Deleted in A while B looks at the comparison: no way to save is left
+	// (the comparison's "Save mine over theirs" is the form's default
+	// button, outside it: Enter in a field sent a PUT, whose 404 replaced
+	// the page and B's text), and B's text stays.
+	b.watch(t, "the delete in B's form", fmt.Sprintf(`document.querySelector("#order-edit [data-live-notice]").textContent.includes(%q)`,
+		fmt.Sprintf("Order %d was deleted elsewhere. It can no longer be saved.", x.ID)))
+	since = a.act(t, "delete in A", chromedp.Click(css("#order .page-head button.danger")), chromedp.WaitVisible(css("#orders")))
+	b.within(t, "the delete in B's form", a, since)
+	if !b.jsBool(t, `[...document.querySelectorAll("#order-form button[type=submit], #order-form button:not([type])")].every(b => b.disabled) &&
+	    [...document.querySelectorAll("#order-form .conflict-choices a")].every(a => a.inert)`) {
+		t.Error("B's form of a deleted order, or its comparison, still offers to save or to open it")
+	}
+	b.do(t, "Enter in B's customer field", chromedp.Focus(css("#customer")), chromedp.KeyEvent("\r"), chromedp.Sleep(300*time.Millisecond))
+	if got := run(t, b, "B's notes", chromedp.Value(css("#notes"))); got != "leave at the gate" {
+		t.Errorf("B's notes hold %q after Enter in a field of the deleted order's form, want what B typed", got)
+	}
+	if !strings.HasSuffix(b.jsString(t, `location.pathname`), "/edit") {
+		t.Errorf("Enter in a field of the deleted order's form left the Edit page for %s", b.jsString(t, `location.pathname`))
 	}
 }
 

@@ -1095,14 +1095,22 @@
   function markGone(el, id) {
     if (el.hasAttribute("data-live-gone")) return;
     el.setAttribute("data-live-gone", "");
+    // Focus on a control this disables would fall to the page's body, and
+    // the person lose their place: it goes to what says the news instead.
+    var focused = el.contains(document.activeElement) ? document.activeElement : null;
     var kind = el.getAttribute("data-live"), text = named(id) + " was deleted elsewhere.";
     var submits = "button[type=submit], button:not([type])";
     if (kind === "form") {
       var form = el.querySelector("form");
       if (form) {
         notice(form, text + " It can no longer be saved.", false);
-        form.querySelectorAll(submits).forEach(function (b) { b.disabled = true; });
+        // Every way to save it: the form's buttons, and those of a 409's
+        // comparison beside it (form=), whose Keep theirs would open it.
+        Array.prototype.forEach.call(form.elements, function (b) { if (b.matches(submits)) b.disabled = true; });
       }
+      el.querySelectorAll(submits).forEach(function (b) { b.disabled = true; });
+      el.querySelectorAll(".conflict-choices a").forEach(function (a) { a.inert = true; });
+      refocus(focused, form && form.querySelector("[data-live-notice] p"));
       say(text);
       return;
     }
@@ -1126,9 +1134,19 @@
       p.append(text + " ", back);
       var head = el.querySelector(".page-head");
       if (head) head.after(p); else el.prepend(p);
+      refocus(focused, p);
       say(text);
       addGoneEntry(el);
+      return;
     }
+    refocus(focused, el); // a row: the row itself, its Deleted badge read
+  }
+  // refocus moves the focus from was, if markGone took it away (disabled,
+  // inert), to to (made focusable by script only).
+  function refocus(was, to) {
+    if (!was || !to || !(was.disabled || was.closest("[inert]"))) return;
+    if (!to.hasAttribute("tabindex")) to.tabIndex = -1;
+    to.focus({ preventScroll: true });
   }
 
   // addGoneEntry puts the delete's history entry at the head of a deleted
