@@ -172,6 +172,7 @@ func (k *kind[T]) publishState(ctx context.Context, s *Store, id int64, h map[st
 	return queueEvent(ctx, s.rdb, k.eventsKey(s), ActionDeleted, data).Err()
 }
 
+// eventsKey is the stream of a Feed name.
 func (s *Store) eventsKey(name string) (string, bool) {
 	switch name {
 	case OrderEvents:
