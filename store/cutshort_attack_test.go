@@ -116,24 +116,25 @@ func idemKeyOf(prefix, key string) string {
 	return prefix + "idem:o:" + hex.EncodeToString(h[:16])
 }
 
-// beforeGet runs fn once, just before the hooked store's first HGETALL of
-// key (CreateOnce's read of the claimed order).
-type beforeGet struct {
-	key   string
-	armed atomic.Bool
-	fn    func()
+// beforeCmd runs fn once, just before the hooked store's first command
+// name sent alone (not in a pipeline) whose key is key ("": any key).
+type beforeCmd struct {
+	name, key string
+	armed     atomic.Bool
+	fn        func()
 }
 
-func (b *beforeGet) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (b *beforeGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (b *beforeCmd) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (b *beforeCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); cmd.Name() == "hgetall" && len(a) > 1 && a[1] == b.key && b.armed.CompareAndSwap(true, false) {
+		a := cmd.Args()
+		if cmd.Name() == b.name && (b.key == "" || len(a) > 1 && a[1] == b.key) && b.armed.CompareAndSwap(true, false) {
 			b.fn()
 		}
 		return next(ctx, cmd)
 	}
 }
-func (b *beforeGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (b *beforeCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
@@ -163,7 +164,8 @@ func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
 			ada := store.Input{Customer: ptr("Ada Lovelace")}
 			var first *store.Order
 			var firstErr error
-			h := &beforeGet{key: tg.Prefix + "o:{" + strconv.FormatInt(alan.ID, 10) + "}"}
+			// Just before B's HGETALL of the claimed order (CreateOnce's read).
+			h := &beforeCmd{name: "hgetall", key: tg.Prefix + "o:{" + strconv.FormatInt(alan.ID, 10) + "}"}
 			h.fn = func() { first, firstErr = s.CreateOnce(ctx, "k-1", "fp", ada) }
 			h.armed.Store(true)
 			b := store.New(cutShortClient(t, tg, h), store.Options{Prefix: tg.Prefix})
@@ -186,26 +188,6 @@ func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
 	}
 }
 
-// beforeXAdd runs fn once, just before the hooked store's first XADD sent
-// alone (publishAfter: the event of a sharded write, after its transaction).
-type beforeXAdd struct {
-	armed atomic.Bool
-	fn    func()
-}
-
-func (b *beforeXAdd) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (b *beforeXAdd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "xadd" && b.armed.CompareAndSwap(true, false) {
-			b.fn()
-		}
-		return next(ctx, cmd)
-	}
-}
-func (b *beforeXAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestCutShortClusterEventAfterItsDelete: on the Cluster code path an
 // order's event is added after its transaction and its settle
 // (write.go publishAfter). A create whose event is held up between the two
@@ -223,7 +205,7 @@ func TestCutShortClusterEventAfterItsDelete(t *testing.T) {
 			s := store.New(tg.Client, store.Options{Prefix: tg.Prefix, Cluster: true})
 			var delErr error
 			var id int64
-			h := &beforeXAdd{}
+			h := &beforeCmd{name: "xadd"} // publishAfter's, sent alone
 			h.fn = func() {
 				// The order exists (its transaction and settle are done): the
 				// other instance lists it and deletes it.
