@@ -331,6 +331,45 @@ func TestLiveInlineEditKept(t *testing.T) {
 	}
 }
 
+// TestLiveDeleteAfterAConflict: B saves an inline edit over A's change
+// and gets the 409 (its warning: "compare and choose below"); then A
+// deletes the order. The warning no longer holds (nothing is left to
+// choose) and goes; B's row form says the order was deleted, keeps B's
+// text and can no longer save.
+func TestLiveDeleteAfterAConflict(t *testing.T) {
+	a, b := startLive(t)
+	x := a.seed(t, "Annie Easley")[0]
+	row := fmt.Sprintf("#order-row-%d", x.ID)
+	field := fmt.Sprintf("#row-%d-customer", x.ID)
+	b.openLive(t, "/orders")
+	b.do(t, "inline edit in B", chromedp.Click(css(row+" a[hx-get]")), chromedp.WaitVisible(css(field)),
+		chromedp.SetValue(css(field), "Annie J. Easley"))
+	confirmed := "confirmed"
+	if _, err := a.store.Update(context.Background(), x.ID, store.Input{Status: &confirmed}, 0); err != nil {
+		t.Fatal(err)
+	}
+	b.waitText(t, row+" form [data-live-notice]", "was changed elsewhere")
+	b.do(t, "save in B", chromedp.Click(css(row+" form button[type=submit]:not([data-live-compare])")),
+		chromedp.WaitVisible(css(fmt.Sprintf("#conflict-%d", x.ID))))
+	b.waitText(t, "#notice-alert", "compare and choose below")
+
+	a.openLive(t, fmt.Sprintf("/orders/%d", x.ID))
+	gone := fmt.Sprintf("Order %d was deleted elsewhere. It can no longer be saved.", x.ID)
+	b.watch(t, "the delete in B's row form", fmt.Sprintf(`document.querySelector(%q).textContent.includes(%q)`, row+" form [data-live-notice]", gone))
+	since := a.act(t, "delete in A", chromedp.Click(css("#order .page-head button.danger")), chromedp.WaitVisible(css("#orders")))
+	b.within(t, "the delete in B's row form", a, since)
+	if !b.jsBool(t, `!document.querySelector(".notice-region .notice-warning")`) {
+		t.Errorf("the 409's warning stays once the order is deleted: %q", b.jsString(t, `document.querySelector("#notice-alert").textContent.trim()`))
+	}
+	if !b.jsBool(t, fmt.Sprintf(`[...document.querySelectorAll(%q)].every(b => b.disabled)`, row+" button[type=submit]")) {
+		t.Error("B's row form of a deleted order, or its comparison, can still save")
+	}
+	if got := run(t, b, "B's field", chromedp.Value(css(field))); got != "Annie J. Easley" {
+		t.Errorf("B's field holds %q after the delete, want what B typed", got)
+	}
+	b.shot(t, "live-row-deleted-after-conflict")
+}
+
 // TestLiveEditPageKept: the same on the Edit page: B's text stays, the
 // form says the order changed, and Compare answers the comparison.
 func TestLiveEditPageKept(t *testing.T) {
@@ -371,6 +410,9 @@ func TestLiveEditPageKept(t *testing.T) {
 	if !b.jsBool(t, `[...document.querySelectorAll("#order-form button[type=submit], #order-form button:not([type])")].every(b => b.disabled) &&
 	    [...document.querySelectorAll("#order-form .conflict-choices a")].every(a => a.inert)`) {
 		t.Error("B's form of a deleted order, or its comparison, still offers to save or to open it")
+	}
+	if !b.jsBool(t, `!document.querySelector(".notice-region .notice-warning")`) {
+		t.Errorf("the 409's warning stays once the order is deleted: %q", b.jsString(t, `document.querySelector("#notice-alert").textContent.trim()`))
 	}
 	b.do(t, "Enter in B's customer field", chromedp.Focus(css("#customer")), chromedp.KeyEvent("\r"), chromedp.Sleep(300*time.Millisecond))
 	if got := run(t, b, "B's notes", chromedp.Value(css("#notes"))); got != "leave at the gate" {

@@ -1110,6 +1110,11 @@
       }
       el.querySelectorAll(submits).forEach(function (b) { b.disabled = true; });
       el.querySelectorAll(".conflict-choices a").forEach(function (a) { a.inert = true; });
+      // The 409's warning ("compare and choose below") no longer holds:
+      // there is nothing left to choose. (A notice is never stale.)
+      if (el.querySelector(".conflict")) {
+        document.querySelectorAll(".notice-region .notice-warning").forEach(function (n) { n.remove(); });
+      }
       refocus(focused, form && form.querySelector("[data-live-notice] p"));
       say(text);
       return;
