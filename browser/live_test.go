@@ -277,6 +277,21 @@ func TestLiveCreateUnderAFilter(t *testing.T) {
 	}
 }
 
+// typingInline seeds an order of customer (through A's store) and opens
+// page B on the List with that order's row in an inline edit, typed in
+// its customer field; it returns the order and the row's and the field's
+// selectors.
+func typingInline(t *testing.T, a, b *env, customer, typed string) (x *store.Order, row, field string) {
+	t.Helper()
+	x = a.seed(t, customer)[0]
+	row = fmt.Sprintf("#order-row-%d", x.ID)
+	field = fmt.Sprintf("#row-%d-customer", x.ID)
+	b.openLive(t, "/orders")
+	b.do(t, "inline edit in B", chromedp.Click(css(row+" a[hx-get]")), chromedp.WaitVisible(css(field)),
+		chromedp.SetValue(css(field), typed))
+	return x, row, field
+}
+
 // TestLiveInlineEditKept: what the person in B types into an inline row
 // edit survives a change of that order in A: B's row form says the order
 // changed ("Order N was changed elsewhere — now version 2"), and its
@@ -284,12 +299,7 @@ func TestLiveCreateUnderAFilter(t *testing.T) {
 // with the §7 comparison, yours beside theirs, saving nothing.
 func TestLiveInlineEditKept(t *testing.T) {
 	a, b := startLive(t)
-	x := a.seed(t, "Frances Allen")[0]
-	row := fmt.Sprintf("#order-row-%d", x.ID)
-	field := fmt.Sprintf("#row-%d-customer", x.ID)
-	b.openLive(t, "/orders")
-	b.do(t, "inline edit in B", chromedp.Click(css(row+" a[hx-get]")), chromedp.WaitVisible(css(field)),
-		chromedp.SetValue(css(field), "Frances E. Allen"))
+	x, row, field := typingInline(t, a, b, "Frances Allen", "Frances E. Allen")
 	a.openLive(t, fmt.Sprintf("/orders/%d", x.ID))
 
 	want := fmt.Sprintf("Order %d was changed elsewhere \u2014 now version 2.", x.ID)
@@ -338,12 +348,7 @@ func TestLiveInlineEditKept(t *testing.T) {
 // text and can no longer save.
 func TestLiveDeleteAfterAConflict(t *testing.T) {
 	a, b := startLive(t)
-	x := a.seed(t, "Annie Easley")[0]
-	row := fmt.Sprintf("#order-row-%d", x.ID)
-	field := fmt.Sprintf("#row-%d-customer", x.ID)
-	b.openLive(t, "/orders")
-	b.do(t, "inline edit in B", chromedp.Click(css(row+" a[hx-get]")), chromedp.WaitVisible(css(field)),
-		chromedp.SetValue(css(field), "Annie J. Easley"))
+	x, row, field := typingInline(t, a, b, "Annie Easley", "Annie J. Easley")
 	confirmed := "confirmed"
 	if _, err := a.store.Update(context.Background(), x.ID, store.Input{Status: &confirmed}, 0); err != nil {
 		t.Fatal(err)
