@@ -555,6 +555,36 @@ func TestNotes(t *testing.T) {
 			a.do(t, http.MethodPost, hist, testutil.JSON(`{"note": "x"`), testutil.HJSON).WantStatus(t, http.StatusBadRequest)
 			a.do(t, http.MethodPost, hist, testutil.Raw("text/plain", "note=x"), testutil.HJSON).WantStatus(t, http.StatusUnsupportedMediaType)
 		})
+		t.Run("past the limit", func(t *testing.T) {
+			m := s.create(t, a, 2)
+			hist := s.R.HistoryPath(m.ID)
+			add := a.store.AddOrderNote
+			if s.R.Plural == "products" {
+				add = a.store.AddProductNote
+			}
+			for i := range store.MaxHistoryNotes {
+				if _, err := add(context.Background(), m.ID, "note "+itoa(int64(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			msg := "is one more than the " + itoa(store.MaxHistoryNotes) + " notes a record keeps"
+			r := a.do(t, http.MethodPost, hist, testutil.JSON(map[string]any{"note": "one more"}), testutil.HJSON).
+				WantStatus(t, http.StatusUnprocessableEntity).WantNegotiated(t)
+			var e errorJSON
+			r.JSON(t, &e)
+			if e.Errors["note"] != msg {
+				t.Errorf("%s: errors.note is %q, want %q", r.What, e.Errors["note"], msg)
+			}
+			r = a.do(t, http.MethodPost, hist, testutil.Form("note", "one more"), hx).WantStatus(t, http.StatusUnprocessableEntity)
+			if alert, _ := regionPartial(r.Body, "notice-alert"); !strings.Contains(alert, "The note was not added: it "+msg+".") {
+				t.Errorf("%s: the alert region holds %q, want it to name the limit", r.What, alert)
+			}
+			// A change is still recorded, and is the newest entry.
+			a.do(t, http.MethodPut, s.R.MemberPath(m.ID), testutil.JSON(s.body(3)), testutil.HJSON).WantStatus(t, http.StatusOK)
+			if es := s.history(t, a, hist, nil).Entries; len(es) == 0 || es[0].Action != "updated" {
+				t.Errorf("after %d notes, a change's entry is not the newest: %+v", store.MaxHistoryNotes, es[:min(len(es), 1)])
+			}
+		})
 		t.Run("cross-origin", func(t *testing.T) {
 			n := len(s.history(t, a, hist, nil).Entries)
 			for _, h := range []testutil.H{{"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}} {

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +21,18 @@ import (
 // the same hash tag (<record key>:h: o:{42}:h, p:{p}:7:h), so the append
 // is part of the record's transaction on a Cluster too. The score is the
 // entry's sequence number (1, 2, ...: the cursor), the member the number,
-// zero-padded, then the entry as JSON. At most MaxHistory entries are
-// kept; a deleted record's history lives HistoryAfterDelete more.
+// zero-padded, then the entry as JSON. Notes are a second sorted set of the
+// same shape (<record key>:n), numbered in the same sequence: the two are
+// capped apart, so no number of notes pushes out who changed what. At most
+// MaxHistory changes and MaxHistoryNotes notes are kept; a deleted record's
+// history lives HistoryAfterDelete more.
 
-// MaxHistory is the most history entries kept per record.
+// MaxHistory is the most change entries (creates, changes, the delete)
+// kept per record; past it the oldest go.
 const MaxHistory = 1000
+
+// MaxHistoryNotes is the most notes a record keeps; one more is refused.
+const MaxHistoryNotes = 1000
 
 // HistoryAfterDelete is how long a deleted record's history is kept.
 const HistoryAfterDelete = 30 * 24 * time.Hour
@@ -104,16 +113,43 @@ func actorOf(ctx context.Context) actor {
 	return a
 }
 
-// historyKey is the history of the record at key.
+// historyKey is the change entries of the record at key.
 func historyKey(recordKey string) string { return recordKey + ":h" }
 
-// nextSeq is the number after the newest entry of a history (its first
-// member, read under WATCH).
-func nextSeq(last *redis.ZSliceCmd) int64 {
-	if zs := last.Val(); len(zs) > 0 {
-		return int64(zs[0].Score) + 1
+// notesKey is the notes of the record at key. A history written before
+// notes were kept apart has its notes among the changes; they read the
+// same.
+func notesKey(recordKey string) string { return recordKey + ":n" }
+
+// historyTail is what appending to a record's history needs, read under a
+// WATCH of both of its sets: the newest change and the newest note (the
+// next entry's number follows both) and how many entries the set the new
+// one goes into holds.
+type historyTail struct {
+	lastChange, lastNote *redis.ZSliceCmd
+	count                *redis.IntCmd
+}
+
+// readTail queues the reads of historyTail for the record at key; note
+// says which set the next entry goes into.
+func readTail(ctx context.Context, p redis.Pipeliner, key string, note bool) historyTail {
+	set := historyKey(key)
+	if note {
+		set = notesKey(key)
 	}
-	return 1
+	return historyTail{lastChange: p.ZRevRangeWithScores(ctx, historyKey(key), 0, 0),
+		lastNote: p.ZRevRangeWithScores(ctx, notesKey(key), 0, 0), count: p.ZCard(ctx, set)}
+}
+
+// next is the number after the newest entry, change or note.
+func (t historyTail) next() int64 {
+	n := int64(0)
+	for _, last := range []*redis.ZSliceCmd{t.lastChange, t.lastNote} {
+		if zs := last.Val(); len(zs) > 0 {
+			n = max(n, int64(zs[0].Score))
+		}
+	}
+	return n + 1
 }
 
 // decodeEntry reads a history member: its number, then its JSON.
@@ -125,25 +161,33 @@ func decodeEntry(member string) (HistoryEntry, bool) {
 	return e, true
 }
 
-// queueHistory queues, in a transaction, the append of e as entry seq of
-// the history of the record at key: the newest MaxHistory are kept; the
-// history of a deleted record expires after HistoryAfterDelete, a live
-// one's never.
-func queueHistory(ctx context.Context, p redis.Pipeliner, key string, seq int64, e *HistoryEntry) {
+// queueHistory queues, in a transaction, the append of e as the next
+// entry of the history of the record at key (t read under WATCH): a note
+// to its notes, anything else to its changes, of which the newest
+// MaxHistory are kept. The history of a deleted record expires after
+// HistoryAfterDelete, a live one's never. It returns the entry's number.
+func queueHistory(ctx context.Context, p redis.Pipeliner, key string, t historyTail, e *HistoryEntry) int64 {
+	seq := t.next()
 	b, _ := json.Marshal(e)
-	hk := historyKey(key)
-	p.ZAdd(ctx, hk, redis.Z{Score: float64(seq), Member: fmt.Sprintf("%012d", seq) + string(b)})
-	if seq > MaxHistory {
-		// The entries are numbered 1, 2, ... with no gap: the newest
-		// MaxHistory are those above seq-MaxHistory. Only when there are
-		// more (miniredis sorts the whole set for a range by rank).
-		p.ZRemRangeByScore(ctx, hk, "-inf", strconv.FormatInt(seq-MaxHistory, 10))
+	hk, nk := historyKey(key), notesKey(key)
+	set := hk
+	if e.Action == ActionNote {
+		set = nk
 	}
-	if e.Action == ActionDeleted {
-		p.PExpire(ctx, hk, HistoryAfterDelete)
-	} else {
-		p.Persist(ctx, hk)
+	p.ZAdd(ctx, set, redis.Z{Score: float64(seq), Member: fmt.Sprintf("%012d", seq) + string(b)})
+	if n := t.count.Val(); set == hk && n >= MaxHistory {
+		// Only when there are too many (miniredis sorts the whole set
+		// for a range by rank).
+		p.ZRemRangeByRank(ctx, hk, 0, n-MaxHistory)
 	}
+	for _, k := range []string{hk, nk} {
+		if e.Action == ActionDeleted {
+			p.PExpire(ctx, k, HistoryAfterDelete)
+		} else {
+			p.Persist(ctx, k)
+		}
+	}
+	return seq
 }
 
 // changeEntry is the history entry of a write from before to after (nil
@@ -308,11 +352,19 @@ func (s *Store) history(ctx context.Context, key, cursor string, perPage int) (H
 	if perPage < 1 || perPage > MaxPerPage {
 		perPage = HistoryPerPage
 	}
-	zs, err := s.rdb.ZRevRangeByScoreWithScores(ctx, historyKey(key), &redis.ZRangeBy{
-		Max: max, Min: "-inf", Count: int64(perPage) + 1}).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	// The page's entries from the changes and from the notes, merged: the
+	// numbers are one sequence.
+	var sets [2]*redis.ZSliceCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range []string{historyKey(key), notesKey(key)} {
+			sets[i] = p.ZRevRangeByScoreWithScores(ctx, k, &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(perPage) + 1})
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return HistoryPage{}, wrap(err)
 	}
+	zs := append(sets[0].Val(), sets[1].Val()...)
+	slices.SortFunc(zs, func(a, b redis.Z) int { return cmp.Compare(b.Score, a.Score) })
 	out := HistoryPage{Entries: make([]HistoryEntry, 0, min(len(zs), perPage))}
 	for i, z := range zs {
 		if i == perPage {
@@ -343,14 +395,13 @@ func (s *Store) addNote(ctx context.Context, key, versionField, note string) (*H
 	}
 	a := actorOf(ctx)
 	e := &HistoryEntry{At: s.now().UTC().Truncate(time.Second), Actor: a.name, Via: a.via, Action: ActionNote, Note: text}
-	hk := historyKey(key)
 	for range maxRetries {
 		var seq int64
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			var v *redis.StringCmd
-			var last *redis.ZSliceCmd
+			var tail historyTail
 			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-				v, last = p.HGet(ctx, key, versionField), p.ZRevRangeWithScores(ctx, hk, 0, 0)
+				v, tail = p.HGet(ctx, key, versionField), readTail(ctx, p, key, true)
 				return nil
 			}); err != nil && !errors.Is(err, redis.Nil) {
 				return err
@@ -359,13 +410,17 @@ func (s *Store) addNote(ctx context.Context, key, versionField, note string) (*H
 			if err != nil {
 				return Errorf(ENOTFOUND, "not found")
 			}
-			e.Version, seq = version, nextSeq(last)
+			if tail.count.Val() >= MaxHistoryNotes {
+				return &Error{Code: EINVALID, Message: "the note is not valid", Fields: map[string]string{
+					"note": fmt.Sprintf("is one more than the %d notes a record keeps", MaxHistoryNotes)}}
+			}
+			e.Version = version
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				queueHistory(ctx, p, key, seq, e)
+				seq = queueHistory(ctx, p, key, tail, e)
 				return nil
 			})
 			return err
-		}, key, hk)
+		}, key, historyKey(key), notesKey(key))
 		if errors.Is(err, redis.TxFailedErr) {
 			continue
 		}

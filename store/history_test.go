@@ -125,30 +125,82 @@ func TestHistoryOfAnOrdersLife(t *testing.T) {
 	}
 }
 
-// TestHistoryKeepsTheNewest1000: past MaxHistory entries the oldest go;
-// notes are checked like every field (1–2000 characters).
-func TestHistoryKeepsTheNewest1000(t *testing.T) {
+// TestHistoryKeepsChangesAndNotesApart: notes never push a change out of
+// a record's history. A record keeps its newest MaxHistory changes and at
+// most MaxHistoryNotes notes, and a note past that is refused, naming the
+// limit; notes are checked like every field (1–2000 characters).
+func TestHistoryKeepsChangesAndNotesApart(t *testing.T) {
 	f := fresh(t, testutil.Targets(t)[0])
 	ctx := context.Background()
 	o := f.create(t, "Many")
-	for i := 0; i < store.MaxHistory+5; i++ {
+	for i := 0; i < store.MaxHistoryNotes; i++ {
 		if _, err := f.s.AddOrderNote(ctx, o.ID, "note "+strconv.Itoa(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n := f.tg.Client.ZCard(ctx, f.prefix+"o:{"+strconv.FormatInt(o.ID, 10)+"}:h").Val()
-	if n != store.MaxHistory {
-		t.Errorf("%d entries kept, want %d", n, store.MaxHistory)
+	_, err := f.s.AddOrderNote(ctx, o.ID, "one too many")
+	if store.ErrorCode(err) != store.EINVALID || !strings.Contains(err.(*store.Error).Fields["note"], strconv.Itoa(store.MaxHistoryNotes)) {
+		t.Fatalf("note %d: %v, want it refused as invalid, naming the limit", store.MaxHistoryNotes+1, err)
 	}
-	h, err := f.s.OrderHistory(ctx, o.ID, "", 1)
-	if err != nil || h.Entries[0].Note != "note "+strconv.Itoa(store.MaxHistory+4) {
-		t.Errorf("newest: %+v, %v", h, err)
+	// Every entry is still there, the create the oldest.
+	all := func() []store.HistoryEntry {
+		var out []store.HistoryEntry
+		for cursor := ""; ; {
+			p, err := f.s.OrderHistory(ctx, o.ID, cursor, store.MaxPerPage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p.Entries...)
+			if cursor = p.Next; cursor == "" {
+				return out
+			}
+		}
+	}
+	h := all()
+	if len(h) != store.MaxHistoryNotes+1 || h[len(h)-1].Action != store.ActionCreated || h[0].Note != "note "+strconv.Itoa(store.MaxHistoryNotes-1) {
+		t.Fatalf("after %d notes: %d entries, oldest %+v, newest %+v; want every note and the create", store.MaxHistoryNotes, len(h), h[len(h)-1], h[0])
+	}
+
+	// Changes past MaxHistory push out the oldest changes only.
+	v := o.Version
+	for i := 0; i < store.MaxHistory+3; i++ {
+		cur, err := f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Many " + strconv.Itoa(i))}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = cur.Version
+	}
+	h = all()
+	changes, notes := 0, 0
+	for i, e := range h {
+		if e.Action == store.ActionNote {
+			notes++
+		} else {
+			changes++
+		}
+		if i > 0 && cursorNumber(t, e.Cursor) >= cursorNumber(t, h[i-1].Cursor) {
+			t.Fatalf("entries out of order: %s after %s", e.Cursor, h[i-1].Cursor)
+		}
+	}
+	if changes != store.MaxHistory || notes != store.MaxHistoryNotes {
+		t.Errorf("after %d changes: %d changes and %d notes kept, want %d and %d", store.MaxHistory+3, changes, notes, store.MaxHistory, store.MaxHistoryNotes)
+	}
+	if h[0].Version != v || h[0].Action != store.ActionUpdated {
+		t.Errorf("newest entry %+v, want the update to version %d", h[0], v)
 	}
 	for _, bad := range []string{"", "   ", strings.Repeat("x", store.MaxNote+1), "a\x00b"} {
 		if _, err := f.s.AddOrderNote(ctx, o.ID, bad); store.ErrorCode(err) != store.EINVALID {
 			t.Errorf("note %.20q: %v, want invalid", bad, err)
 		}
 	}
+}
+
+func cursorNumber(t *testing.T, cursor string) int64 {
+	n, err := strconv.ParseInt(cursor, 10, 64)
+	if err != nil {
+		t.Fatalf("cursor %q is no number", cursor)
+	}
+	return n
 }
 
 // TestProductHistory: products have the same history and notes.

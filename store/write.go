@@ -241,10 +241,10 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			var hc *redis.MapStringStringCmd
 			var gone, taken *redis.IntCmd
-			var last *redis.ZSliceCmd
+			var tail historyTail
 			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 				hc, gone = p.HGetAll(ctx, key), p.Exists(ctx, tomb)
-				last = p.ZRevRangeWithScores(ctx, historyKey(key), 0, 0)
+				tail = readTail(ctx, p, key, false)
 				if sharded {
 					taken = p.Exists(ctx, takenKey(key, token))
 				}
@@ -337,7 +337,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				// The history entry, in the same transaction (its key has
 				// the record's hash tag, and is watched): exactly one per
 				// change.
-				queueHistory(ctx, p, key, nextSeq(last), changeEntry(ctx, k, cur, next, s.now()))
+				queueHistory(ctx, p, key, tail, changeEntry(ctx, k, cur, next, s.now()))
 				if !sharded {
 					moveEntries(ctx, p, before, after)
 					// The event too, where the stream shares the
@@ -349,7 +349,7 @@ func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn 
 				return nil
 			})
 			return err
-		}, key, historyKey(key))
+		}, key, historyKey(key), notesKey(key))
 		if errors.Is(err, redis.TxFailedErr) {
 			if field != "" {
 				// Nothing happened; the reconciler would find that too.
