@@ -50,8 +50,8 @@ func (ps proxies) trusted(ip net.IP) bool {
 // that is not a trusted proxy. Each proxy appends the address it got the
 // request from, so only the entries right of the first untrusted one were
 // written by proxies; whatever lies left of it the client wrote itself.
-// (Fiber's c.IP() would take the leftmost entry: any client could name
-// itself anything through a proxy that appends.) When every entry is a
+// (Fiber's c.IP(), given a ProxyHeader, answers the header whole, or with
+// IP validation its leftmost address: what the client wrote.) When every entry is a
 // trusted proxy the leftmost is taken; an entry that is no address ends
 // the walk at the last good one.
 func (ps proxies) clientAddr(c *fiber.Ctx) string {

@@ -311,3 +311,51 @@ func TestLiveStreamsPerAddressAreCappedAcrossInstances(t *testing.T) {
 		})
 	}
 }
+
+func TestClientAddressIsTheNearestUntrustedForwardedFor(t *testing.T) {
+	ps := newProxies([]string{"0.0.0.0", "10.0.0.0/8", "2001:db8:ffff::/48"})
+	app := fiber.New()
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(ps.clientAddr(c)) })
+	for _, c := range []struct {
+		forwarded []string // header lines
+		want      string
+	}{
+		{nil, "0.0.0.0"},
+		{[]string{"192.0.2.1"}, "192.0.2.1"},
+		{[]string{"6.6.6.6, 192.0.2.1"}, "192.0.2.1"},           // the client wrote 6.6.6.6
+		{[]string{"6.6.6.6, 192.0.2.1, 10.1.2.3"}, "192.0.2.1"}, // two trusted hops
+		{[]string{"6.6.6.6", "192.0.2.1"}, "192.0.2.1"},         // two header lines
+		{[]string{"10.1.1.1, 10.2.2.2"}, "10.1.1.1"},            // every hop trusted
+		{[]string{"garbage, 192.0.2.1"}, "192.0.2.1"},
+		{[]string{"192.0.2.1, garbage"}, "0.0.0.0"},
+		{[]string{"[2001:db8::1]:443"}, "2001:db8::1"},
+		{[]string{"2001:db8::7, 2001:db8:ffff::1"}, "2001:db8::7"},
+		{[]string{"192.0.2.1:4711"}, "192.0.2.1"},
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		for _, v := range c.forwarded {
+			req.Header.Add("X-Forwarded-For", v)
+		}
+		resp, err := app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if string(got) != c.want {
+			t.Errorf("X-Forwarded-For %q from a trusted proxy: client %q, want %q", c.forwarded, got, c.want)
+		}
+	}
+	// From a peer that is no trusted proxy the header means nothing.
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("X-Forwarded-For", "192.0.2.1")
+	app2 := fiber.New()
+	none := newProxies([]string{"10.0.0.0/8"})
+	app2.Get("/", func(c *fiber.Ctx) error { return c.SendString(none.clientAddr(c)) })
+	resp, err := app2.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := io.ReadAll(resp.Body); string(got) != "0.0.0.0" {
+		t.Errorf("X-Forwarded-For from an untrusted peer: client %q, want the peer 0.0.0.0", got)
+	}
+}
