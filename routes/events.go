@@ -159,7 +159,7 @@ func closeSlot(slot *store.StreamSlot) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), slotTimeout)
 	defer cancel()
-	_ = slot.Close(ctx) // not freed now: its lease ends soon
+	_ = slot.Close(ctx) // not freed now: its lease ends within a minute
 }
 
 // feedsKey is the Locals key of the application's feeds by resource
@@ -203,8 +203,10 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 			return errTooManyStreams
 		}
 		release := func() {
-			closeSlot(slot)
 			<-st.slots
+			// Not waited for: a hung Redis must not hold the stream's end
+			// (nor a shutdown) up; a slot not freed ends with its lease.
+			go closeSlot(slot)
 		}
 		sub, err := feed.Subscribe(c.UserContext())
 		if err != nil {
