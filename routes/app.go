@@ -55,6 +55,10 @@ type Config struct {
 	// streams open at once (default DefaultMaxStreams).
 	EventHeartbeat time.Duration
 	MaxStreams     int
+	// Limits are the figures of the limits on failed sign-ins and live
+	// streams per client address, kept in the store's Redis (zero fields:
+	// the defaults), and a function told of each refusal (for metrics).
+	Limits store.LimitOptions
 	// InFlight, when set, counts the requests whose handlers are running:
 	// at shutdown, main tells a drain cut short with requests in hand
 	// from one left waiting only on connections that hold none.
@@ -96,7 +100,7 @@ func New(cfg Config) (*fiber.App, error) {
 	if engine.set.Lookup("partials/error") == nil {
 		return nil, fmt.Errorf("template partials/error is missing")
 	}
-	h := &handlers{store: cfg.Store, log: cfg.Logger}
+	h := &handlers{store: cfg.Store, log: cfg.Logger, limits: store.NewLimits(cfg.Store, cfg.Limits), proxies: newProxies(cfg.TrustedProxies)}
 	app := fiber.New(fiber.Config{
 		Views: engine,
 		// Request strings are kept past handlers (errors, logs): no reuse.
@@ -131,7 +135,7 @@ func New(cfg Config) (*fiber.App, error) {
 	// compress comes first: it sees every response as sent, errors included.
 	app.Use(compress, h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
-		app.Use(basicAuth(cfg.AuthUser, cfg.AuthPassword))
+		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
 	}
 	app.Use(h.guardWrites, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
@@ -146,7 +150,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/readyz", h.ready)
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
-	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat)
+	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
 	feeds := map[string]*store.Feed{}
 	for _, r := range resources {
 		feeds[r.Feed] = cfg.Store.Feed(r.Feed)
@@ -201,6 +205,10 @@ func proxyList(list []string) []string {
 type handlers struct {
 	store *store.Store
 	log   *slog.Logger
+	// limits are the throttles shared through Redis; proxies name the
+	// client behind a trusted proxy.
+	limits  *store.Limits
+	proxies proxies
 }
 
 func (h *handlers) ready(c *fiber.Ctx) error {

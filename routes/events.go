@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -30,9 +31,11 @@ import (
 // gets "event: reset" (read again what you show), then the live events. A
 // comment every heartbeat keeps proxies and clients from thinking the
 // connection dead. Each instance holds at most MaxStreams streams (503 and
-// Retry-After beyond); each is one goroutine and a buffer of at most
-// store.SubscriptionBuffer events, and a client that falls further behind
-// is cut off and reconnects where it was. Shutdown ends every stream at
+// Retry-After beyond), and one client address at most its limit across
+// every instance (store.Limits: 429 and Retry-After beyond). Each stream
+// is one goroutine and a buffer of at most store.SubscriptionBuffer
+// events, and a client that falls further behind is cut off and
+// reconnects where it was. Shutdown ends every stream at
 // once, so in-flight requests drain as before.
 
 // DefaultHeartbeat is the interval of the heartbeat comments.
@@ -106,20 +109,57 @@ func acceptsEventStream(accept string) bool {
 	return false
 }
 
-// streams counts the open event streams of one application.
+// streams counts the open event streams of one application, and of each
+// client address across every instance (limits).
 type streams struct {
 	slots     chan struct{}
 	heartbeat time.Duration
+	limits    *store.Limits
+	proxies   proxies
+	log       *slog.Logger
 }
 
-func newStreams(max int, heartbeat time.Duration) *streams {
+func newStreams(max int, heartbeat time.Duration, limits *store.Limits, ps proxies, log *slog.Logger) *streams {
 	if max <= 0 {
 		max = DefaultMaxStreams
 	}
 	if heartbeat <= 0 {
 		heartbeat = DefaultHeartbeat
 	}
-	return &streams{slots: make(chan struct{}, max), heartbeat: heartbeat}
+	return &streams{slots: make(chan struct{}, max), heartbeat: heartbeat, limits: limits, proxies: ps, log: log}
+}
+
+// slotTimeout bounds each Redis call that takes, renews or frees a
+// client's stream slot.
+const slotTimeout = time.Second
+
+// openSlot takes one of the client address's stream slots: a 429 past
+// the limit. When Redis does not answer, the stream goes on uncounted (the
+// feed needs Redis too, and answers 503 itself) and slot is nil.
+func (st *streams) openSlot(c *fiber.Ctx) (*store.StreamSlot, error) {
+	addr := st.proxies.clientAddr(c)
+	ctx, cancel := context.WithTimeout(c.UserContext(), slotTimeout)
+	defer cancel()
+	slot, err := st.limits.OpenStream(ctx, addr)
+	if th := asThrottled(err); th != nil {
+		st.log.Warn("live update stream throttled", "client", addr, "limit", th.Limit, "request_id", requestIDOf(c))
+		return nil, tooMany(c, th)
+	}
+	if err != nil {
+		st.log.Warn("live update stream not counted: the limits cannot be read", "client", addr, "err", err, "request_id", requestIDOf(c))
+		return nil, nil
+	}
+	return slot, nil
+}
+
+// closeSlot frees a stream's slot (nil: nothing to free).
+func closeSlot(slot *store.StreamSlot) {
+	if slot == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), slotTimeout)
+	defer cancel()
+	_ = slot.Close(ctx) // not freed now: its lease ends within a minute
 }
 
 // feedsKey is the Locals key of the application's feeds by resource
@@ -151,13 +191,23 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 		if after == "" {
 			after = c.Query("after")
 		}
+		slot, err := st.openSlot(c)
+		if err != nil {
+			return err
+		}
 		select {
 		case st.slots <- struct{}{}:
 		default:
+			closeSlot(slot)
 			c.Set(fiber.HeaderRetryAfter, "5")
 			return errTooManyStreams
 		}
-		release := func() { <-st.slots }
+		release := func() {
+			<-st.slots
+			// Not waited for: a hung Redis must not hold the stream's end
+			// (nor a shutdown) up; a slot not freed ends with its lease.
+			go closeSlot(slot)
+		}
 		sub, err := feed.Subscribe(c.UserContext())
 		if err != nil {
 			release()
@@ -227,8 +277,19 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 			}
 			beat := time.NewTicker(st.heartbeat)
 			defer beat.Stop()
+			var renew <-chan time.Time // the slot's lease, while it has one
+			if slot != nil {
+				t := time.NewTicker(st.limits.RenewEvery())
+				defer t.Stop()
+				renew = t.C
+			}
 			for {
 				select {
+				case <-renew:
+					ctx, cancel := context.WithTimeout(context.Background(), slotTimeout)
+					_ = slot.Renew(ctx) // a lost renewal: the next one may land
+					cancel()
+					continue
 				case <-done:
 					return // the server shuts down: the client reconnects elsewhere
 				case <-gone:

@@ -2,12 +2,14 @@ package routes
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"runtime/debug"
@@ -177,25 +179,69 @@ func actorName(c *fiber.Ctx) string {
 // basicAuth asks for the configured user and password on every path but
 // the health checks, comparing in constant time (hashes of equal length,
 // so neither the length nor a prefix of the secret leaks through timing).
-func basicAuth(user, password string) fiber.Handler {
+//
+// Failed attempts are limited (store.Limits): an address or a user name
+// that has failed too often lately gets 429 with Retry-After before its
+// password is looked at, so a right password from it is refused too and
+// a guesser learns nothing. A request without credentials (a browser's
+// first, which brings up its prompt) is no attempt and counts nothing.
+// When Redis does not answer, sign-in answers 503: the limits cannot be
+// read, and without them guessing would be free.
+func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber.Handler {
 	want := sha256.Sum256([]byte(user + ":" + password))
 	return func(c *fiber.Ctx) error {
 		if p := c.Path(); p == "/healthz" || p == "/readyz" {
 			return c.Next()
 		}
-		got := [32]byte{}
-		if h := c.Get(fiber.HeaderAuthorization); len(h) > 6 && strings.EqualFold(h[:6], "basic ") {
-			if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[6:])); err == nil {
-				got = sha256.Sum256(raw)
+		hdr := c.Get(fiber.HeaderAuthorization)
+		if len(hdr) <= 6 || !strings.EqualFold(hdr[:6], "basic ") {
+			return errSignIn(c)
+		}
+		raw, decodeErr := base64.StdEncoding.DecodeString(strings.TrimSpace(hdr[6:]))
+		var account string
+		if decodeErr == nil {
+			account, _, _ = strings.Cut(string(raw), ":")
+		}
+		addr := h.proxies.clientAddr(c)
+		ctx, cancel := context.WithTimeout(c.UserContext(), timeout)
+		defer cancel()
+		if err := h.limits.SignInAllowed(ctx, addr, account); err != nil {
+			if th := asThrottled(err); th != nil {
+				h.log.Warn("sign-in throttled", "client", addr, "user", logName(account), "limit", th.Limit,
+					"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
+				return tooMany(c, th)
 			}
+			h.log.Warn("sign-in refused: the limits cannot be read", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
+			return err
+		}
+		got := [32]byte{}
+		if decodeErr == nil {
+			got = sha256.Sum256(raw)
 		}
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="Orders", charset="UTF-8"`)
-			return fiber.NewError(fiber.StatusUnauthorized, "sign in with the order desk's user name and password")
+			if err := h.limits.SignInFailed(ctx, addr, account); err != nil {
+				h.log.Error("a failed sign-in could not be counted", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
+			}
+			h.log.Warn("sign-in failed", "client", addr, "user", logName(account), "request_id", requestIDOf(c))
+			return errSignIn(c)
 		}
 		c.Locals(actorLocal, user)
 		return c.Next()
 	}
+}
+
+// errSignIn is the 401 that brings up a browser's sign-in prompt.
+func errSignIn(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="Orders", charset="UTF-8"`)
+	return fiber.NewError(fiber.StatusUnauthorized, "sign in with the order desk's user name and password")
+}
+
+// logName is a user name a client sent, cut to 64 bytes for the log.
+func logName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // recoverPanics turns a panic in any later handler into an error (so the

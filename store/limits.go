@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The limits' names: a Throttled error carries one, and OnThrottle is
+// called with it (metrics count throttled requests by it).
+const (
+	LimitSignInAddress  = "signin_address"  // failed sign-ins from one client address
+	LimitSignInAccount  = "signin_account"  // failed sign-ins as one account, from anywhere
+	LimitStreamsAddress = "streams_address" // live streams open from one client address
+)
+
+// LimitRules are the figures of the limits. A zero field takes its value
+// from DefaultLimitRules.
+type LimitRules struct {
+	// SignInPerAddress failed sign-ins from one address within
+	// SignInAddressWindow, and every further attempt from it is refused
+	// until the oldest of them is that old.
+	SignInPerAddress    int
+	SignInAddressWindow time.Duration
+	// SignInPerAccount failed sign-ins as one account within
+	// SignInAccountWindow, from any addresses, and the account's further
+	// attempts are refused likewise.
+	SignInPerAccount    int
+	SignInAccountWindow time.Duration
+	// StreamsPerAddress live streams open at once from one address.
+	StreamsPerAddress int
+	// StreamLease is how long a stream's slot is held without a renewal:
+	// an instance that dies holding streams frees their slots within it.
+	// A stream renews its slot every third of it.
+	StreamLease time.Duration
+}
+
+// DefaultLimitRules are the limits a deployment gets.
+var DefaultLimitRules = LimitRules{
+	SignInPerAddress:    10,
+	SignInAddressWindow: 10 * time.Minute,
+	SignInPerAccount:    50,
+	SignInAccountWindow: time.Hour,
+	StreamsPerAddress:   32,
+	StreamLease:         time.Minute,
+}
+
+// LimitOptions configures Limits.
+type LimitOptions struct {
+	// Rules are the figures; zero fields take the defaults.
+	Rules LimitRules
+	// OnThrottle, when set, is called with a limit's name (LimitSignInAddress,
+	// …) each time a request is refused by it.
+	OnThrottle func(limit string)
+}
+
+// Limits are throttles counted in Redis, so every instance sharing the
+// store's Redis sees the same counts. Each count is a sorted set under the
+// store's prefix (docs/data.md): failed sign-ins by the time they failed,
+// kept for their window (a sliding window: an address is refused while its
+// last window holds the limit's number of failures), and open streams by
+// the time their lease ends. Every command touches one key, so the limits
+// work on a Redis Cluster as on one Redis.
+type Limits struct {
+	s          *Store
+	rules      LimitRules
+	onThrottle func(string)
+	// Members of the sets are unique across instances: a random tag
+	// chosen here and a counter.
+	tag string
+	seq atomic.Uint64
+}
+
+// NewLimits returns the limits kept in s's Redis, under its prefix.
+func NewLimits(s *Store, opt LimitOptions) *Limits {
+	r, d := opt.Rules, DefaultLimitRules
+	if r.SignInPerAddress <= 0 {
+		r.SignInPerAddress = d.SignInPerAddress
+	}
+	if r.SignInAddressWindow <= 0 {
+		r.SignInAddressWindow = d.SignInAddressWindow
+	}
+	if r.SignInPerAccount <= 0 {
+		r.SignInPerAccount = d.SignInPerAccount
+	}
+	if r.SignInAccountWindow <= 0 {
+		r.SignInAccountWindow = d.SignInAccountWindow
+	}
+	if r.StreamsPerAddress <= 0 {
+		r.StreamsPerAddress = d.StreamsPerAddress
+	}
+	if r.StreamLease <= 0 {
+		r.StreamLease = d.StreamLease
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &Limits{s: s, rules: r, onThrottle: opt.OnThrottle, tag: hex.EncodeToString(b[:])}
+}
+
+// Rules returns the figures in force.
+func (l *Limits) Rules() LimitRules { return l.rules }
+
+// Throttled is the error of a request refused by a limit.
+type Throttled struct {
+	// Limit is the limit's name (LimitSignInAddress, …).
+	Limit string
+	// RetryAfter is how long until the limit lets a request through again
+	// (for a stream: a suggestion, since slots free as streams end).
+	RetryAfter time.Duration
+}
+
+func (t *Throttled) Error() string {
+	return fmt.Sprintf("throttled by %s; retry after %s", t.Limit, t.RetryAfter)
+}
+
+func (l *Limits) throttled(limit string, retry time.Duration) *Throttled {
+	if l.onThrottle != nil {
+		l.onThrottle(limit)
+	}
+	return &Throttled{Limit: limit, RetryAfter: max(retry, time.Second)}
+}
+
+// member is a unique member for a set, beginning with the time so that
+// equal scores still sort by age.
+func (l *Limits) member(now time.Time) string {
+	return strconv.FormatInt(now.UnixMilli(), 10) + "-" + l.tag + "-" + strconv.FormatUint(l.seq.Add(1), 10)
+}
+
+// AddressKey is the part of a limit's key that names a client address:
+// the address itself for IPv4, its /64 network for IPv6 (one client
+// usually holds a whole /64), anything else as given, cut to 64 bytes.
+func AddressKey(addr string) string {
+	ip := net.ParseIP(strings.Trim(addr, "[]"))
+	switch {
+	case ip == nil:
+		if len(addr) > 64 {
+			addr = addr[:64]
+		}
+		return addr
+	case ip.To4() != nil:
+		return ip.To4().String()
+	default:
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+}
+
+func (l *Limits) signInAddressKey(addr string) string {
+	return l.s.prefix + "lim:signin:addr:" + AddressKey(addr)
+}
+
+// signInAccountKey names an account by a hash of its lower-cased name: the
+// name is whatever a client sent.
+func (l *Limits) signInAccountKey(account string) string {
+	h := sha256.Sum256([]byte(strings.ToLower(account)))
+	return l.s.prefix + "lim:signin:acct:" + hex.EncodeToString(h[:16])
+}
+
+func (l *Limits) streamsKey(addr string) string {
+	return l.s.prefix + "lim:streams:" + AddressKey(addr)
+}
+
+// window is one sliding window of failures.
+type window struct {
+	limit, key string
+	max        int
+	span       time.Duration
+}
+
+func (l *Limits) signInWindows(addr, account string) []window {
+	w := []window{{LimitSignInAddress, l.signInAddressKey(addr), l.rules.SignInPerAddress, l.rules.SignInAddressWindow}}
+	if account != "" {
+		w = append(w, window{LimitSignInAccount, l.signInAccountKey(account), l.rules.SignInPerAccount, l.rules.SignInAccountWindow})
+	}
+	return w
+}
+
+// SignInAllowed says whether a sign-in from addr as account may be
+// checked at all. It returns nil when it may; a *Throttled when addr or
+// account (when not empty) holds its limit of failures within its window,
+// so the attempt is refused whether its password is right or not; an
+// EUNAVAILABLE error when Redis does not answer. It only reads: the
+// caller checks the password next and reports a failure with SignInFailed.
+func (l *Limits) SignInAllowed(ctx context.Context, addr, account string) error {
+	now := l.s.now()
+	ws := l.signInWindows(addr, account)
+	cmds := make([]*redis.ZSliceCmd, len(ws))
+	_, err := l.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, w := range ws {
+			cmds[i] = p.ZRangeByScoreWithScores(ctx, w.key, &redis.ZRangeBy{
+				Min: "(" + strconv.FormatInt(now.Add(-w.span).UnixMilli(), 10), Max: "+inf"})
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	var worst *Throttled
+	for i, w := range ws {
+		in := cmds[i].Val() // the failures within the window, oldest first
+		if len(in) < w.max {
+			continue
+		}
+		// Refused until the failure that makes the count reach the limit
+		// leaves the window.
+		at := time.UnixMilli(int64(in[len(in)-w.max].Score)).Add(w.span)
+		if t := (&Throttled{Limit: w.limit, RetryAfter: at.Sub(now)}); worst == nil || t.RetryAfter > worst.RetryAfter {
+			worst = t
+		}
+	}
+	if worst != nil {
+		return l.throttled(worst.Limit, worst.RetryAfter.Round(time.Second))
+	}
+	return nil
+}
+
+// SignInFailed counts a failed sign-in from addr as account (when not
+// empty). Each window keeps only its newest failures up to its limit (that
+// is all a refusal needs) and expires with its window.
+func (l *Limits) SignInFailed(ctx context.Context, addr, account string) error {
+	now := l.s.now()
+	member := l.member(now)
+	_, err := l.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, w := range l.signInWindows(addr, account) {
+			p.ZRemRangeByScore(ctx, w.key, "-inf", strconv.FormatInt(now.Add(-w.span).UnixMilli(), 10))
+			p.ZAdd(ctx, w.key, redis.Z{Score: float64(now.UnixMilli()), Member: member})
+			p.ZRemRangeByRank(ctx, w.key, 0, int64(-w.max-1))
+			p.PExpire(ctx, w.key, w.span)
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// openStreamScript takes a stream slot in KEYS[1] unless the address holds
+// them all. ARGV: now (ms), the lease's end (ms), the most slots, the
+// member, the lease (ms). It returns 1, or 0 when refused. Slots whose
+// lease ended (an instance that died holding them) are dropped first.
+var openStreamScript = redis.NewScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`)
+
+// streamRetry is the Retry-After of a stream refused: slots free whenever
+// streams end, so a short wait is as good as any.
+const streamRetry = 5 * time.Second
+
+// StreamSlot is one open stream's place in its address's count.
+type StreamSlot struct {
+	l         *Limits
+	key, name string
+	closed    atomic.Bool
+}
+
+// OpenStream takes one of addr's stream slots. It returns a *Throttled
+// when addr holds StreamsPerAddress open streams already, and an
+// EUNAVAILABLE error when Redis does not answer. The caller renews the
+// slot (Renew) every RenewEvery while the stream lasts and closes it when
+// the stream ends.
+func (l *Limits) OpenStream(ctx context.Context, addr string) (*StreamSlot, error) {
+	now := l.s.now()
+	slot := &StreamSlot{l: l, key: l.streamsKey(addr), name: l.member(now)}
+	ok, err := openStreamScript.Run(ctx, l.s.rdb, []string{slot.key},
+		now.UnixMilli(), now.Add(l.rules.StreamLease).UnixMilli(), l.rules.StreamsPerAddress,
+		slot.name, l.rules.StreamLease.Milliseconds()).Int()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if ok != 1 {
+		return nil, l.throttled(LimitStreamsAddress, streamRetry)
+	}
+	return slot, nil
+}
+
+// RenewEvery is how often an open stream renews its slot.
+func (l *Limits) RenewEvery() time.Duration { return l.rules.StreamLease / 3 }
+
+// Renew extends the slot's lease. A slot its lease let go of (Redis was
+// unreachable for a whole lease) is not taken again: the stream goes on
+// uncounted rather than past the limit.
+func (s *StreamSlot) Renew(ctx context.Context) error {
+	if s.closed.Load() {
+		return nil
+	}
+	now := s.l.s.now()
+	_, err := s.l.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAddXX(ctx, s.key, redis.Z{Score: float64(now.Add(s.l.rules.StreamLease).UnixMilli()), Member: s.name})
+		p.PExpire(ctx, s.key, s.l.rules.StreamLease)
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Close frees the slot; closing it again does nothing. When Redis does
+// not answer, the slot is freed when its lease ends.
+func (s *StreamSlot) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.l.s.rdb.ZRem(ctx, s.key, s.name).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
