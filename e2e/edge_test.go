@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"orders/testutil"
 )
 
 // The tests here flood the built binary from several loopback source
@@ -27,7 +29,7 @@ const fileLimit = 512
 
 // startLimitedApp runs the binary under prlimit with fileLimit open files
 // on the embedded store and waits until /healthz answers. It skips loudly
-// (fails with ORDERS_REQUIRE_PRLIMIT=1) when prlimit or the extra loopback
+// (fails with ORDERS_REQUIRE_EDGE=1) when prlimit or the extra loopback
 // addresses are missing.
 func startLimitedApp(t *testing.T, env ...string) *appServer {
 	t.Helper()
@@ -56,41 +58,10 @@ func startLimitedApp(t *testing.T, env ...string) *appServer {
 
 func requireEdgeTools(t *testing.T) {
 	t.Helper()
-	skip := func(why string) {
-		if os.Getenv("ORDERS_REQUIRE_PRLIMIT") == "1" {
-			t.Fatalf("*** %s, and ORDERS_REQUIRE_PRLIMIT=1 ***", why)
-		}
-		t.Logf("*** SKIPPING %s: %s ***", t.Name(), why)
-		fmt.Fprintf(os.Stderr, "*** SKIPPING %s: %s ***\n", t.Name(), why)
-		t.Skip(why)
-	}
 	if _, err := exec.LookPath("prlimit"); err != nil {
-		skip("prlimit (util-linux) is not installed")
+		testutil.SkipEdge(t, "prlimit (util-linux) is not installed")
 	}
-	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: time.Second}).Dial("tcp", "127.0.0.1:"+strconv.Itoa(freePortListening(t)))
-	if err != nil {
-		skip("connections from 127.0.0.2 are not possible here (" + err.Error() + ")")
-	}
-	c.Close()
-}
-
-// freePortListening listens on a loopback port until the test ends.
-func freePortListening(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	testutil.Loopback(t, 2)
 }
 
 // loopback is the loopback address 127.0.0.n.
