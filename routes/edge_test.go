@@ -212,9 +212,26 @@ func TestHSTSAndSecureCookiesOnlyBehindATrustedHTTPSProxy(t *testing.T) {
 	}
 }
 
+// serveListener serves app as main.go does, through a Listener (no caps),
+// until the test ends, and returns its address.
+func serveListener(t *testing.T, a *testApp) string {
+	t.Helper()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := NewListener(tcp, ListenerOptions{Logger: testutil.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.app.Listener(ln)
+	t.Cleanup(func() { _ = a.app.Shutdown() })
+	return tcp.Addr().String()
+}
+
 func TestBodiesAreReadAsTheyArriveUpToOneMiB(t *testing.T) {
 	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
-	addr := testutil.Serve(t, a.app)
+	addr := serveListener(t, a)
 	post := func(headers, body string) (*http.Response, string) {
 		raw := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nConnection: close\r\n" + headers + "\r\n" + body
 		res := readResponse(t, "POST", exchangeRaw(t, addr, raw))
@@ -235,6 +252,7 @@ func TestBodiesAreReadAsTheyArriveUpToOneMiB(t *testing.T) {
 		{"1 MiB + 1 announced and sent", "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(MaxBody+1) + "\r\n", over[:MaxBody+1]},
 		{"over 1 MiB in chunks", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(over)},
 		{"3 MiB announced and sent", "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(3*MaxBody) + "\r\n", strings.Repeat("x", 3*MaxBody)},
+		{"6 MiB in chunks", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(strings.Repeat("x", 6*MaxBody))},
 	} {
 		res, body := post(c.headers, c.body)
 		if res.StatusCode != 413 || !strings.Contains(body, "1 MiB") {

@@ -3,6 +3,7 @@ package routes
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -233,16 +234,48 @@ func remoteAddr(c net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// A connection closed while its client may still be sending (a body
+// refused part way) lingers: its writing side is closed at once, so the
+// client sees the answer and its end, and what the client still sends is
+// read and thrown away for up to lingerFor or lingerAtMost bytes. Closed
+// with unread bytes, a socket answers with a reset, and a client that gets
+// the reset before it has read the answer never sees it.
+const (
+	lingerFor    = 2 * time.Second
+	lingerAtMost = 8 << 20
+)
+
 // limitedConn gives its place back once, however often it is closed.
 type limitedConn struct {
 	net.Conn
-	l    *Listener
-	addr netip.Addr // valid when counted against its address
-	once sync.Once
+	l      *Listener
+	addr   netip.Addr // valid when counted against its address
+	once   sync.Once
+	linger atomic.Bool
+}
+
+// lingerOnClose makes c linger when it is closed (if c is one of a
+// Listener's connections).
+func lingerOnClose(c net.Conn) {
+	if lc, ok := c.(*limitedConn); ok {
+		lc.linger.Store(true)
+	}
 }
 
 func (c *limitedConn) Close() error {
+	if c.linger.Swap(false) {
+		if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+			go c.drainThenClose()
+			return nil
+		}
+	}
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.addr) })
 	return err
+}
+
+func (c *limitedConn) drainThenClose() {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.CopyN(io.Discard, c.Conn, lingerAtMost)
+	_ = c.Close()
 }

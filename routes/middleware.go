@@ -132,46 +132,38 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// readAtMost is how much of a body over MaxBody is still read (and thrown
-// away) before the 413: a client that is still sending when its connection
-// closes may see a reset instead of the answer. Past it, the connection is
-// closed as soon as the 413 is written.
-const readAtMost = 4 * MaxBody
-
 // readBody reads the request's body as it arrives, growing its buffer
 // with the bytes received (never by the Content-Length announced), and
-// refuses one larger than MaxBody with 413. A body that does not arrive
-// within BodyTimeout is 408. Both close the connection. What follows sees
-// the body in memory: c.Body, BodyParser, PostArgs and MultipartForm work
-// as they would without streaming.
+// refuses one larger than MaxBody with 413 as soon as it knows: from the
+// Content-Length, else once MaxBody+1 bytes have come. A body that does
+// not arrive within BodyTimeout is 408. Both close the connection; the
+// 413's connection lingers (listener.go), so that a client still sending
+// reads the answer instead of a reset. What follows sees the body in
+// memory: c.Body, BodyParser, PostArgs and MultipartForm work as they
+// would without streaming.
 func readBody(c *fiber.Ctx) error {
 	req := c.Request()
 	if !req.IsBodyStream() {
 		return c.Next()
 	}
-	stream := req.BodyStream()
-	announced := req.Header.ContentLength() // -1: chunked
-	var body []byte
-	var err error
-	if announced <= MaxBody {
-		body, err = io.ReadAll(io.LimitReader(stream, MaxBody+1))
-	}
-	if err == nil && (announced > MaxBody || len(body) > MaxBody) {
-		body = nil
+	tooLarge := func() error {
 		c.Context().SetConnectionClose()
-		if announced <= readAtMost {
-			_, err = io.CopyN(io.Discard, stream, readAtMost)
-		}
-		if err == nil || errors.Is(err, io.EOF) {
-			return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
-		}
+		lingerOnClose(c.Context().Conn())
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
 	}
+	if req.Header.ContentLength() > MaxBody { // -1: chunked, length unknown
+		return tooLarge()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), MaxBody+1))
 	if err != nil {
 		c.Context().SetConnectionClose()
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			return fiber.NewError(fiber.StatusRequestTimeout, "the request body did not arrive in time")
 		}
 		return badRequest("the request body cannot be read")
+	}
+	if len(body) > MaxBody {
+		return tooLarge()
 	}
 	req.SetBodyRaw(body)
 	return c.Next()
