@@ -184,6 +184,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		servePprof(addr, log)
 	}
 
+	// Every connection takes a file descriptor: raise the limit before
+	// anything opens one.
+	files, ferr := raiseFileLimit()
+	if ferr != nil {
+		log.Warn("the open-file limit could not be raised", "err", ferr, "limit", files)
+	}
+
 	if cfg.repair {
 		st, closeStore, oerr := openStore(cfg, log, stderr)
 		if oerr != nil {
@@ -198,10 +205,6 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer closeAndKeep(closeStore, &err)
-	files, ferr := raiseFileLimit()
-	if ferr != nil {
-		log.Warn("the open-file limit could not be raised", "err", ferr, "limit", files)
-	}
 	maxConns := cfg.maxConns
 	if maxConns == 0 {
 		maxConns = max(int(min(files, 1<<30)/4*3), 1)

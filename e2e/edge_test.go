@@ -225,9 +225,16 @@ func TestConnectionFloodsNeverStopTheServer(t *testing.T) {
 		answered := 0
 		for _, c := range slow.conns {
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
-			line, err := bufio.NewReader(c).ReadString('\n')
-			if err == nil && strings.HasPrefix(line, "HTTP/1.1 408") {
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				continue
+			}
+			res.Body.Close()
+			if res.StatusCode == http.StatusRequestTimeout {
 				answered++
+				if answered == 1 && res.Header.Get("Content-Security-Policy") == "" {
+					t.Errorf("the 408 to a half-sent request has no Content-Security-Policy: %v", res.Header)
+				}
 			}
 		}
 		if answered != sHeld {

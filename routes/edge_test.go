@@ -93,6 +93,11 @@ func readResponse(t *testing.T, what, raw string) *http.Response {
 func TestTwoHostHeadersAreRefused(t *testing.T) {
 	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
 	addr := testutil.Serve(t, a.app)
+	// The host of an absolute request target counts as well.
+	res := readResponse(t, "an absolute target", exchangeRaw(t, addr, "GET http://rebound.evil.test/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nConnection: close\r\n\r\n"))
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("GET http://rebound.evil.test/orders with Host 127.0.0.1: got %d, want 421", res.StatusCode)
+	}
 	for _, hosts := range [][2]string{{"rebound.evil.test", "127.0.0.1"}, {"127.0.0.1", "rebound.evil.test"}, {"127.0.0.1", "127.0.0.1"}} {
 		raw := "GET /orders HTTP/1.1\r\nHost: " + hosts[0] + "\r\nHost: " + hosts[1] + "\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
 		got := exchangeRaw(t, addr, raw)
