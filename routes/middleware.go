@@ -308,9 +308,7 @@ func checkHost(allowed []string) fiber.Handler {
 			case bytes.EqualFold(k, []byte(fiber.HeaderHost)):
 				hostLines++
 			case trusted && bytes.EqualFold(k, []byte(fiber.HeaderXForwardedHost)):
-				for _, h := range strings.Split(string(v), ",") {
-					forwarded = append(forwarded, h)
-				}
+				forwarded = append(forwarded, strings.Split(string(v), ",")...)
 			}
 		})
 		if hostLines > 1 {
