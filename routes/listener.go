@@ -274,6 +274,15 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
+// SetWriteBuffer sets the kernel send buffer of the TCP connection inside
+// (the live update streams keep theirs small).
+func (c *limitedConn) SetWriteBuffer(n int) error {
+	if s, ok := c.Conn.(interface{ SetWriteBuffer(int) error }); ok {
+		return s.SetWriteBuffer(n)
+	}
+	return errors.ErrUnsupported
+}
+
 func (c *limitedConn) drainThenClose() {
 	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerFor))
 	_, _ = io.CopyN(io.Discard, c.Conn, lingerAtMost)

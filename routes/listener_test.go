@@ -196,3 +196,35 @@ func TestAcceptKeepsGoingWhenFileDescriptorsRunOut(t *testing.T) {
 		t.Fatal("Accept kept waiting after the listener closed")
 	}
 }
+
+// TestListenerConnectionsKeepTheirSocketOptions: what the live update
+// streams set on their connection (a small send buffer) reaches the
+// socket through the Listener's wrapper.
+func TestListenerConnectionsKeepTheirSocketOptions(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := NewListener(tcp, ListenerOptions{Logger: testutil.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", tcp.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sb, ok := c.(interface{ SetWriteBuffer(int) error })
+	if !ok {
+		t.Fatalf("a Listener's connection (%T) has no SetWriteBuffer", c)
+	}
+	if err := sb.SetWriteBuffer(32 << 10); err != nil {
+		t.Errorf("SetWriteBuffer: %v", err)
+	}
+}

@@ -332,7 +332,7 @@ func checkHost(allowed []string) fiber.Handler {
 }
 
 // checkFraming refuses requests whose framing is ambiguous, before any
-// handler sees the body (CONTRACT §8):
+// handler sees the body:
 //   - two Content-Length headers, Content-Length beside Transfer-Encoding,
 //     or a Transfer-Encoding other than one "chunked": fasthttp believes
 //     the last length, or takes any coding for chunked, while a proxy in
