@@ -271,10 +271,14 @@ func TestBodiesAreReadAsTheyArriveUpToOneMiB(t *testing.T) {
 	form := testutil.Form("customer", "Streamed form", "pad", pad)
 	mp := testutil.Multipart("customer", "Streamed multipart", "pad", pad)
 	js := `{"customer":"Streamed JSON"}` + strings.Repeat(" ", 200<<10)
+	exact := `{"customer":"Exactly 1 MiB"}`
+	exact += strings.Repeat(" ", MaxBody-len(exact))
 	for _, c := range []struct{ name, headers, body string }{
 		{"a form", "Content-Type: " + form.Type + "\r\nContent-Length: " + strconv.Itoa(len(form.Data)) + "\r\n", string(form.Data)},
 		{"a multipart form", "Content-Type: " + mp.Type + "\r\nContent-Length: " + strconv.Itoa(len(mp.Data)) + "\r\n", string(mp.Data)},
 		{"chunked JSON", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(js)},
+		{"JSON of exactly 1 MiB", "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(MaxBody) + "\r\n", exact},
+		{"JSON of exactly 1 MiB in chunks", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(exact)},
 	} {
 		res, body := post(c.headers, c.body)
 		if res.StatusCode != 201 {
