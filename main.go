@@ -68,6 +68,10 @@ type config struct {
 	// 1000). Only ORDERS_EVENT_HEARTBEAT and ORDERS_MAX_STREAMS set them.
 	eventHeartbeat time.Duration
 	maxStreams     int
+	// maxConns and maxConnsPerIP cap the connections open at once, in all
+	// and from one client address; maxConns 0 means three quarters of the
+	// open-file limit.
+	maxConns, maxConnsPerIP int
 }
 
 // parseConfig reads the flags in args and the variables lookupEnv finds
@@ -96,8 +100,24 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	fl.BoolVar(&c.repair, "repair", false, "check every order against every index, fix what is wrong, print a report and exit; safe while the service runs")
 	hosts := fl.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names the server answers to, besides IP addresses and localhost; any other Host header gets 421 (env ALLOWED_HOSTS)")
 	proxies := fl.String("trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated proxy addresses or CIDR ranges whose X-Forwarded-* headers are trusted (env TRUSTED_PROXIES)")
+	maxConns, err := envInt(env, "MAX_CONNS", 0)
+	if err != nil {
+		return c, err
+	}
+	fl.IntVar(&c.maxConns, "max-conns", maxConns, "most connections open at once; past it a new connection is closed at once; 0: three quarters of the open-file limit (env MAX_CONNS)")
+	perIP, err := envInt(env, "MAX_CONNS_PER_IP", routes.DefaultMaxConnsPerIP)
+	if err != nil {
+		return c, err
+	}
+	fl.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", perIP, "most connections open at once from one client address; a -trusted-proxies address is exempt (env MAX_CONNS_PER_IP)")
 	if err := fl.Parse(args); err != nil {
 		return c, err
+	}
+	if c.maxConns < 0 {
+		return c, errors.New("-max-conns must not be negative")
+	}
+	if c.maxConnsPerIP <= 0 {
+		return c, errors.New("-max-conns-per-ip must be a positive whole number")
 	}
 	c.hosts, c.trustedProxies = splitList(*hosts), splitList(*proxies)
 	if h, _, err := net.SplitHostPort(c.addr); err == nil && h != "" && net.ParseIP(h) == nil {
@@ -128,6 +148,17 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	return c, nil
 }
 
+// envInt reads a whole number that is not negative from the variable
+// name, def when it is unset.
+func envInt(env func(name, def string) string, name string, def int) (int, error) {
+	v := env(name, strconv.Itoa(def))
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s must be a whole number, not %q", name, v)
+	}
+	return n, nil
+}
+
 // splitList splits a comma-separated list, dropping empty entries.
 func splitList(s string) []string {
 	var out []string
@@ -153,6 +184,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		servePprof(addr, log)
 	}
 
+	// Every connection takes a file descriptor: raise the limit before
+	// anything opens one.
+	files, ferr := raiseFileLimit()
+	if ferr != nil {
+		log.Warn("the open-file limit could not be raised", "err", ferr, "limit", files)
+	}
+
 	if cfg.repair {
 		st, closeStore, oerr := openStore(cfg, log, stderr)
 		if oerr != nil {
@@ -167,11 +205,22 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer closeAndKeep(closeStore, &err)
-	ln, err := net.Listen("tcp", cfg.addr)
+	maxConns := cfg.maxConns
+	if maxConns == 0 {
+		maxConns = max(int(min(files, 1<<30)/4*3), 1)
+	}
+	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", cfg.authUser != "")
+	ln, err := routes.NewListener(tcp, routes.ListenerOptions{MaxConns: maxConns, MaxConnsPerIP: cfg.maxConnsPerIP,
+		TrustedProxies: cfg.trustedProxies, Logger: log})
+	if err != nil {
+		tcp.Close()
+		return err
+	}
+	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", cfg.authUser != "",
+		"open_file_limit", files, "max_conns", maxConns, "max_conns_per_ip", cfg.maxConnsPerIP)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -198,6 +247,25 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return nil
 	}
 	return err
+}
+
+// raiseFileLimit raises the process's soft limit on open files to its hard
+// limit (every connection takes a file descriptor) and returns the soft
+// limit in force afterwards.
+func raiseFileLimit() (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 1024, err
+	}
+	if lim.Cur < lim.Max {
+		want := lim
+		want.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+			return lim.Cur, err
+		}
+		lim = want
+	}
+	return lim.Cur, nil
 }
 
 // closeAndKeep calls closeStore and makes its error *err unless there is

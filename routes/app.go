@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"orders/store"
 )
@@ -70,6 +71,13 @@ func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
 // MaxBody is the largest request body the application reads (CONTRACT §3).
 const MaxBody = 1 << 20
 
+// HeaderTimeout is how long a request's headers may take to arrive;
+// BodyTimeout how long its body may take after them.
+const (
+	HeaderTimeout = 10 * time.Second
+	BodyTimeout   = 30 * time.Second
+)
+
 // New returns the application with every route registered.
 func New(cfg Config) (*fiber.App, error) {
 	if cfg.Logger == nil {
@@ -105,10 +113,19 @@ func New(cfg Config) (*fiber.App, error) {
 		Views: engine,
 		// Request strings are kept past handlers (errors, logs): no reuse.
 		Immutable: true,
-		// fasthttp answers over-limit bodies by closing the connection mid-
-		// upload; let it read up to 4 MiB and answer 413 ourselves above 1 MiB.
-		BodyLimit:             4 * MaxBody,
-		ReadTimeout:           30 * time.Second,
+		// Bodies are streamed: fasthttp hands the handlers a reader after
+		// the headers (with at most 8 KiB read ahead), and readBody takes
+		// memory as the bytes arrive, up to MaxBody, answering 413 itself
+		// above it. Read whole, fasthttp would allocate the announced
+		// Content-Length (up to BodyLimit) before a byte of it arrived;
+		// streaming, it never refuses a body by its size, so BodyLimit
+		// only bounds its read-ahead.
+		StreamRequestBody: true,
+		BodyLimit:         MaxBody,
+		// A request's headers must arrive within HeaderTimeout of its first
+		// byte (of the connection, for its first request): 408 then.
+		// HeaderReceived (below) gives the body BodyTimeout more.
+		ReadTimeout:           HeaderTimeout,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           60 * time.Second,
 		DisableStartupMessage: true,
@@ -125,6 +142,10 @@ func New(cfg Config) (*fiber.App, error) {
 		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
 
+	app.Server().HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
+	}
+
 	if n := cfg.InFlight; n != nil {
 		app.Use(func(c *fiber.Ctx) error {
 			n.Add(1)
@@ -132,8 +153,11 @@ func New(cfg Config) (*fiber.App, error) {
 			return c.Next()
 		})
 	}
-	// compress comes first: it sees every response as sent, errors included.
-	app.Use(compress, h.requestID, h.logRequests, h.recoverPanics, checkHost(cfg.AllowedHosts), checkFraming, securityHeaders)
+	// compress comes first: it sees every response as sent, errors included;
+	// then the security headers, which every answer carries, refusals too.
+	// The body is read before anything answers, so no refusal leaves
+	// unread bytes behind on a connection that stays open.
+	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, readBody, checkFraming, checkHost(cfg.AllowedHosts))
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
 		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
 	}

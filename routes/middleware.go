@@ -8,7 +8,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/url"
@@ -26,12 +28,27 @@ import (
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
+// hsts asks a browser to use only https for the next 180 days.
+const hsts = "max-age=15552000"
+
 func securityHeaders(c *fiber.Ctx) error {
+	setSecurityHeaders(c)
+	return c.Next()
+}
+
+// setSecurityHeaders sets the headers every response carries, refusals
+// too; the error handler sets them again for the answers fasthttp gives
+// before any middleware runs (a request too large or too slow to read).
+// Strict-Transport-Security only when the request came over https (through
+// a trusted proxy that says so): over plain http it would mean nothing.
+func setSecurityHeaders(c *fiber.Ctx) {
 	c.Set("Content-Security-Policy", csp)
 	c.Set("X-Content-Type-Options", "nosniff")
 	c.Set("Referrer-Policy", "same-origin")
 	c.Set("X-Frame-Options", "DENY")
-	return c.Next()
+	if c.Secure() {
+		c.Set(fiber.HeaderStrictTransportSecurity, hsts)
+	}
 }
 
 // Request ids are a random prefix chosen at start and a counter: unique
@@ -114,10 +131,43 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 			return fiber.NewError(fiber.StatusForbidden, "cross-origin writes are refused")
 		}
 	}
-	// The raw body: c.Body() would inflate a Content-Encoding.
-	if len(c.Request().Body()) > MaxBody {
+	return c.Next()
+}
+
+// readBody reads the request's body as it arrives, growing its buffer
+// with the bytes received (never by the Content-Length announced), and
+// refuses one larger than MaxBody with 413 as soon as it knows: from the
+// Content-Length, else once MaxBody+1 bytes have come. A body that does
+// not arrive within BodyTimeout is 408. Both close the connection; the
+// 413's connection lingers (listener.go), so that a client still sending
+// reads the answer instead of a reset. What follows sees the body in
+// memory: c.Body, BodyParser, PostArgs and MultipartForm work as they
+// would without streaming.
+func readBody(c *fiber.Ctx) error {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		return c.Next()
+	}
+	tooLarge := func() error {
+		c.Context().SetConnectionClose()
+		lingerOnClose(c.Context().Conn())
 		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
 	}
+	if req.Header.ContentLength() > MaxBody { // -1: chunked, length unknown
+		return tooLarge()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), MaxBody+1))
+	if err != nil {
+		c.Context().SetConnectionClose()
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return fiber.NewError(fiber.StatusRequestTimeout, "the request body did not arrive in time")
+		}
+		return badRequest("the request body cannot be read")
+	}
+	if len(body) > MaxBody {
+		return tooLarge()
+	}
+	req.SetBodyRaw(body)
 	return c.Next()
 }
 
@@ -265,10 +315,14 @@ func (h *handlers) recoverPanics(c *fiber.Ctx) (err error) {
 	return c.Next()
 }
 
-// checkHost refuses a Host the server does not answer to with 421 before
-// any work: a DNS-rebinding page reaches the server under its own name
-// (CONTRACT §8). IP literals (a rebinding needs a name), localhost and
-// the configured names pass.
+// checkHost refuses, before any work, a request that names a host the
+// server does not answer to: 421 (a DNS-rebinding page reaches the server
+// under a name of its own). Every name counts: the Host header, the host
+// of an absolute request target, and, from a trusted proxy, every
+// X-Forwarded-Host (the proxy passes on what the client said, so a
+// foreign Host behind an allowed forwarded one is refused too). IP
+// literals (a rebinding needs a name), localhost and the configured names
+// pass. Two Host headers are 400: which one a proxy believed is unknown.
 func checkHost(allowed []string) fiber.Handler {
 	names := map[string]bool{"localhost": true}
 	for _, n := range allowed {
@@ -276,21 +330,55 @@ func checkHost(allowed []string) fiber.Handler {
 			names[n] = true
 		}
 	}
-	return func(c *fiber.Ctx) error {
-		host := strings.ToLower(c.Hostname())
+	answersTo := func(host string) bool {
+		host = strings.ToLower(strings.TrimSpace(host))
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-		if names[host] || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil {
-			return c.Next()
+		return names[host] || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil
+	}
+	refuse := func(host string) error {
+		host = strings.ToLower(strings.TrimSpace(host))
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
 		}
 		return fiber.NewError(fiber.StatusMisdirectedRequest, "this server does not answer to the host "+strconv.Quote(host)+"; add it to -hosts (ALLOWED_HOSTS)")
+	}
+	return func(c *fiber.Ctx) error {
+		hostLines := 0
+		var forwarded []string
+		trusted := c.IsProxyTrusted()
+		visitRawHeaders(c.Request().Header.RawHeaders(), func(k, v []byte) {
+			switch {
+			case bytes.EqualFold(k, []byte(fiber.HeaderHost)):
+				hostLines++
+			case trusted && bytes.EqualFold(k, []byte(fiber.HeaderXForwardedHost)):
+				forwarded = append(forwarded, strings.Split(string(v), ",")...)
+			}
+		})
+		if hostLines > 1 {
+			c.Context().SetConnectionClose()
+			return badRequest("a request carries one Host header, not more")
+		}
+		// The request target's host, else the Host header's.
+		if h := string(c.Request().URI().Host()); !answersTo(h) {
+			return refuse(h)
+		}
+		if hostLines == 1 && !answersTo(string(c.Request().Header.Host())) {
+			return refuse(string(c.Request().Header.Host()))
+		}
+		for _, h := range forwarded {
+			if !answersTo(h) {
+				return refuse(h)
+			}
+		}
+		return c.Next()
 	}
 }
 
 // checkFraming refuses requests whose framing is ambiguous, before any
-// body is read (CONTRACT §8):
+// handler sees the body:
 //   - two Content-Length headers, Content-Length beside Transfer-Encoding,
 //     or a Transfer-Encoding other than one "chunked": fasthttp believes
 //     the last length, or takes any coding for chunked, while a proxy in

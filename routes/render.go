@@ -193,11 +193,12 @@ func sendJSON(c *fiber.Ctx, status int, data any) error {
 }
 
 // flash carries a notice across the redirect that follows a plain form post.
+// Over https (a trusted proxy's X-Forwarded-Proto) the cookie is Secure.
 const flashCookie = "notice"
 
 func setFlash(c *fiber.Ctx, n *notice) {
 	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: url.QueryEscape(encodeFlash(n)), Path: "/",
-		MaxAge: 60, HTTPOnly: true, SameSite: "Lax"})
+		MaxAge: 60, HTTPOnly: true, SameSite: "Lax", Secure: c.Secure()})
 }
 
 func takeFlash(c *fiber.Ctx) *notice {
@@ -207,7 +208,7 @@ func takeFlash(c *fiber.Ctx) *notice {
 	}
 	// Cleared with the Path it was set with, or the browser keeps it.
 	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1,
-		Expires: time.Unix(0, 0), HTTPOnly: true, SameSite: "Lax"})
+		Expires: time.Unix(0, 0), HTTPOnly: true, SameSite: "Lax", Secure: c.Secure()})
 	// A one-time notice is never kept: no cache replays it.
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	msg, err := url.QueryUnescape(v)
@@ -220,6 +221,7 @@ func takeFlash(c *fiber.Ctx) *notice {
 // errorHandler is the one place that turns an error into a response: the
 // status from the error's code, the body in the representation asked for.
 func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
+	setSecurityHeaders(c)
 	status := fiber.StatusInternalServerError
 	msg := "something went wrong on our side; the request id helps us find it"
 	var (

@@ -1,0 +1,288 @@
+package routes
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"orders/store"
+	"orders/testutil"
+)
+
+// behindProxy is the application as a trusted proxy reaches it: app.Test's
+// requests come from 0.0.0.0.
+func behindProxy(c *Config) { c.TrustedProxies = []string{"0.0.0.0"} }
+
+func TestEveryHostARequestNamesIsChecked(t *testing.T) {
+	st := testutil.NewStore(t, testutil.Miniredis(t))
+	const allowed, foreign = testutil.Host, "rebound.evil.test"
+	for _, c := range []struct {
+		name    string
+		trusted bool
+		host    string
+		fwd     string // X-Forwarded-Host; "" sends none
+		want    int
+	}{
+		// From a client that is not a trusted proxy, X-Forwarded-Host is
+		// nobody's word: it changes nothing.
+		{"a client: allowed Host", false, allowed, "", 200},
+		{"a client: foreign Host", false, foreign, "", 421},
+		{"a client: allowed Host, foreign forwarded", false, allowed, foreign, 200},
+		{"a client: foreign Host, allowed forwarded", false, foreign, allowed, 421},
+		// From a trusted proxy every name must be one the server answers to.
+		{"a proxy: allowed Host", true, allowed, "", 200},
+		{"a proxy: allowed both", true, allowed, allowed + ":443", 200},
+		{"a proxy: foreign Host", true, foreign, "", 421},
+		{"a proxy: allowed Host, foreign forwarded", true, allowed, foreign, 421},
+		{"a proxy: foreign Host, allowed forwarded", true, foreign, allowed, 421},
+		{"a proxy: foreign both", true, foreign, foreign, 421},
+		{"a proxy: a forwarded list with a foreign name", true, allowed, allowed + ", " + foreign, 421},
+		{"a proxy: IP literals", true, "127.0.0.1:3000", "[::1]:8080", 200},
+	} {
+		more := []func(*Config){}
+		if c.trusted {
+			more = append(more, behindProxy)
+		}
+		a := newTestApp(t, "miniredis", st, more...)
+		h := testutil.HJSON.With(testutil.H{"Host": c.host})
+		if c.fwd != "" {
+			h = h.With(testutil.H{"X-Forwarded-Host": c.fwd})
+		}
+		r := a.get(t, "/orders", h)
+		if r.Status != c.want {
+			t.Errorf("%s (%s): got %d, want %d; body %s", c.name, r.What, r.Status, c.want, testutil.Snippet(r.Body))
+		}
+	}
+}
+
+// exchangeRaw writes raw to addr and reads until the server closes the
+// connection or 3 s pass.
+func exchangeRaw(t *testing.T, addr, raw string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(conn)
+	return string(got)
+}
+
+// readResponse reads one response from raw bytes.
+func readResponse(t *testing.T, what, raw string) *http.Response {
+	t.Helper()
+	res, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+	if err != nil {
+		t.Fatalf("%s: no response (%v): %q", what, err, testutil.Snippet(raw))
+	}
+	return res
+}
+
+func TestTwoHostHeadersAreRefused(t *testing.T) {
+	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
+	addr := testutil.Serve(t, a.app)
+	// The host of an absolute request target counts as well.
+	res := readResponse(t, "an absolute target", exchangeRaw(t, addr, "GET http://rebound.evil.test/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nConnection: close\r\n\r\n"))
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("GET http://rebound.evil.test/orders with Host 127.0.0.1: got %d, want 421", res.StatusCode)
+	}
+	for _, hosts := range [][2]string{{"rebound.evil.test", "127.0.0.1"}, {"127.0.0.1", "rebound.evil.test"}, {"127.0.0.1", "127.0.0.1"}} {
+		raw := "GET /orders HTTP/1.1\r\nHost: " + hosts[0] + "\r\nHost: " + hosts[1] + "\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+		got := exchangeRaw(t, addr, raw)
+		res := readResponse(t, "two Host headers", got)
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 400 || !strings.Contains(string(body), "Host") {
+			t.Errorf("Host %s then Host %s: got %d %s, want 400 saying a request names one Host", hosts[0], hosts[1], res.StatusCode, testutil.Snippet(string(body)))
+		}
+	}
+}
+
+// wantSecurityHeaders fails the test when a response lacks one of the
+// headers every response carries.
+func wantSecurityHeaders(t *testing.T, what string, h http.Header) {
+	t.Helper()
+	for k, want := range map[string]string{"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff",
+		"Referrer-Policy": "same-origin", "X-Frame-Options": "DENY"} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s: %s %q, want %q", what, k, got, want)
+		}
+	}
+}
+
+func TestRefusalsCarryTheSecurityHeaders(t *testing.T) {
+	st := testutil.NewStore(t, testutil.Miniredis(t))
+	a := newTestApp(t, "miniredis", st)
+	o := a.createNamed(t, "Refused")
+	authed := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "secret" })
+	mib := strings.Repeat("x", MaxBody)
+	for _, c := range []struct {
+		app    *testApp
+		method string
+		path   string
+		b      testutil.Body
+		h      testutil.H
+		want   int
+	}{
+		{a, http.MethodPost, "/orders", testutil.Raw("application/json", "{"), testutil.HJSON, 400},
+		{a, http.MethodPut, path(o.ID), testutil.JSON(map[string]any{"customer": "x"}), testutil.HJSON.With(testutil.H{"Sec-Fetch-Site": "cross-site"}), 403},
+		{a, http.MethodPost, "/orders", testutil.Form("customer", "Big", "notes", mib), testutil.HPage, 413},
+		{a, http.MethodGet, "/orders", testutil.NoBody, testutil.HPage.With(testutil.H{"Host": "rebound.evil.test"}), 421},
+		{a, http.MethodGet, "/orders", testutil.NoBody, testutil.HJSON.With(testutil.H{"Host": "rebound.evil.test"}), 421},
+		{a, http.MethodPost, "/orders", testutil.Raw("text/plain", "x"), testutil.HJSON, 415},
+		{authed, http.MethodGet, "/orders", testutil.NoBody, testutil.HPage, 401},
+	} {
+		r := c.app.do(t, c.method, c.path, c.b, c.h).WantStatus(t, c.want)
+		wantSecurityHeaders(t, r.What, r.Header)
+	}
+
+	// Redis down: 503.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	down := newTestApp(t, "down", store.New(rdb, store.Options{}))
+	r := down.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusServiceUnavailable)
+	wantSecurityHeaders(t, r.What, r.Header)
+
+	// What fasthttp refuses itself, before any middleware: headers larger
+	// than its read buffer (431), a request it cannot parse (400).
+	addr := testutil.Serve(t, a.app)
+	for _, c := range []struct {
+		name, raw string
+		want      int
+	}{
+		{"headers over 4 KiB", "GET /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + strings.Repeat("y", 8<<10) + "\r\n\r\n", 431},
+		{"a request line it cannot parse", "GET\r\n\r\n", 400},
+		{"two Host headers", "GET /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n", 400},
+	} {
+		res := readResponse(t, c.name, exchangeRaw(t, addr, c.raw))
+		if res.StatusCode != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, res.StatusCode, c.want)
+		}
+		wantSecurityHeaders(t, c.name, res.Header)
+	}
+}
+
+func TestHSTSAndSecureCookiesOnlyBehindATrustedHTTPSProxy(t *testing.T) {
+	st := testutil.NewStore(t, testutil.Miniredis(t))
+	direct, proxied := newTestApp(t, "miniredis", st), newTestApp(t, "miniredis", st, behindProxy)
+	https := testutil.H{"X-Forwarded-Proto": "https"}
+	for _, c := range []struct {
+		name   string
+		app    *testApp
+		h      testutil.H
+		secure bool
+	}{
+		{"a trusted proxy over https", proxied, https, true},
+		{"a trusted proxy over http", proxied, testutil.H{"X-Forwarded-Proto": "http"}, false},
+		{"a trusted proxy saying nothing", proxied, testutil.H{}, false},
+		{"a client claiming https", direct, https, false},
+	} {
+		for _, r := range []*testutil.Resp{
+			c.app.get(t, "/orders", testutil.HPage.With(c.h)).WantStatus(t, http.StatusOK),
+			c.app.get(t, "/nothing-here", testutil.HJSON.With(c.h)).WantStatus(t, http.StatusNotFound),
+			c.app.get(t, "/orders", testutil.HJSON.With(c.h).With(testutil.H{"Host": "rebound.evil.test"})).WantStatus(t, http.StatusMisdirectedRequest),
+		} {
+			hsts := r.Header.Get("Strict-Transport-Security")
+			if c.secure {
+				age, err := strconv.Atoi(strings.TrimPrefix(hsts, "max-age="))
+				if err != nil || age < 180*24*3600 {
+					t.Errorf("%s, %s: Strict-Transport-Security %q, want max-age of at least 180 days", c.name, r.What, hsts)
+				}
+			} else if hsts != "" {
+				t.Errorf("%s, %s: Strict-Transport-Security %q, want none", c.name, r.What, hsts)
+			}
+		}
+		// A plain form post sets the notice cookie; the next page clears it.
+		r := c.app.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Cookie "+c.name), testutil.HPage.With(c.h)).WantStatus(t, http.StatusSeeOther)
+		clear := c.app.get(t, "/orders", testutil.HPage.With(c.h).With(testutil.H{"Cookie": "notice=Saved."})).WantStatus(t, http.StatusOK)
+		for _, sc := range []string{r.Header.Get("Set-Cookie"), clear.Header.Get("Set-Cookie")} {
+			if sc == "" {
+				t.Fatalf("%s: no Set-Cookie", c.name)
+			}
+			if got := strings.Contains(strings.ToLower(sc), "; secure"); got != c.secure {
+				t.Errorf("%s: Set-Cookie %q: Secure %v, want %v", c.name, sc, got, c.secure)
+			}
+		}
+	}
+}
+
+// serveListener serves app as main.go does, through a Listener (no caps),
+// until the test ends, and returns its address.
+func serveListener(t *testing.T, a *testApp) string {
+	t.Helper()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := NewListener(tcp, ListenerOptions{Logger: testutil.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.app.Listener(ln)
+	t.Cleanup(func() { _ = a.app.Shutdown() })
+	return tcp.Addr().String()
+}
+
+func TestBodiesAreReadAsTheyArriveUpToOneMiB(t *testing.T) {
+	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
+	addr := serveListener(t, a)
+	post := func(headers, body string) (*http.Response, string) {
+		raw := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nConnection: close\r\n" + headers + "\r\n" + body
+		res := readResponse(t, "POST", exchangeRaw(t, addr, raw))
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	over := `{"customer":"Big","notes":"` + strings.Repeat("x", MaxBody) + `"}`
+	chunked := func(s string) string {
+		var b strings.Builder
+		for len(s) > 0 {
+			n := min(len(s), 64<<10)
+			fmt.Fprintf(&b, "%x\r\n%s\r\n", n, s[:n])
+			s = s[n:]
+		}
+		return b.String() + "0\r\n\r\n"
+	}
+	for _, c := range []struct{ name, headers, body string }{
+		{"1 MiB + 1 announced and sent", "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(MaxBody+1) + "\r\n", over[:MaxBody+1]},
+		{"over 1 MiB in chunks", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(over)},
+		{"3 MiB announced and sent", "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(3*MaxBody) + "\r\n", strings.Repeat("x", 3*MaxBody)},
+		{"6 MiB in chunks", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(strings.Repeat("x", 6*MaxBody))},
+	} {
+		res, body := post(c.headers, c.body)
+		if res.StatusCode != 413 || !strings.Contains(body, "1 MiB") {
+			t.Errorf("%s: got %d %s, want 413 saying 1 MiB", c.name, res.StatusCode, testutil.Snippet(body))
+		}
+		wantSecurityHeaders(t, c.name, res.Header)
+	}
+	// Bodies larger than fasthttp's read-ahead (8 KiB) arrive through the
+	// stream: forms, multipart forms, chunked JSON all work as before.
+	pad := strings.Repeat("p", 200<<10)
+	form := testutil.Form("customer", "Streamed form", "pad", pad)
+	mp := testutil.Multipart("customer", "Streamed multipart", "pad", pad)
+	js := `{"customer":"Streamed JSON"}` + strings.Repeat(" ", 200<<10)
+	exact := `{"customer":"Exactly 1 MiB"}`
+	exact += strings.Repeat(" ", MaxBody-len(exact))
+	for _, c := range []struct{ name, headers, body string }{
+		{"a form", "Content-Type: " + form.Type + "\r\nContent-Length: " + strconv.Itoa(len(form.Data)) + "\r\n", string(form.Data)},
+		{"a multipart form", "Content-Type: " + mp.Type + "\r\nContent-Length: " + strconv.Itoa(len(mp.Data)) + "\r\n", string(mp.Data)},
+		{"chunked JSON", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(js)},
+		{"JSON of exactly 1 MiB", "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(MaxBody) + "\r\n", exact},
+		{"JSON of exactly 1 MiB in chunks", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked(exact)},
+	} {
+		res, body := post(c.headers, c.body)
+		if res.StatusCode != 201 {
+			t.Errorf("%s of %d bytes: got %d %s, want 201", c.name, len(c.body), res.StatusCode, testutil.Snippet(body))
+		}
+	}
+}
