@@ -59,6 +59,11 @@ type Config struct {
 	// at shutdown, main tells a drain cut short with requests in hand
 	// from one left waiting only on connections that hold none.
 	InFlight *atomic.Int64
+	// Metrics, when set, counts every request (by method, route pattern
+	// and status) and shows the open live streams and the store's
+	// readiness; main serves it on a listener of its own. One Metrics
+	// serves one application.
+	Metrics *Metrics
 }
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
@@ -96,7 +101,7 @@ func New(cfg Config) (*fiber.App, error) {
 	if engine.set.Lookup("partials/error") == nil {
 		return nil, fmt.Errorf("template partials/error is missing")
 	}
-	h := &handlers{store: cfg.Store, log: cfg.Logger}
+	h := &handlers{store: cfg.Store, log: cfg.Logger, metrics: cfg.Metrics}
 	app := fiber.New(fiber.Config{
 		Views: engine,
 		// Request strings are kept past handlers (errors, logs): no reuse.
@@ -147,6 +152,9 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat)
+	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	feeds := map[string]*store.Feed{}
 	for _, r := range resources {
 		feeds[r.Feed] = cfg.Store.Feed(r.Feed)
@@ -160,6 +168,7 @@ func New(cfg Config) (*fiber.App, error) {
 	o := &orderHandlers{handlers: h, R: orderResource}
 	registerResource(app, orderResource, orderMembers(cfg.Store).handlers(o.list, map[string]handler{"inquiry": o.inquiry}))
 	registerResource(app, productResource, productMembers(cfg.Store).handlers(listProducts(cfg.Store), nil))
+	h.routes = newRouteTable(app)
 	return app, nil
 }
 
@@ -199,8 +208,11 @@ func proxyList(list []string) []string {
 }
 
 type handlers struct {
-	store *store.Store
-	log   *slog.Logger
+	store   *store.Store
+	log     *slog.Logger
+	metrics *Metrics
+	// routes: the application's routes, to name the one a request took.
+	routes routeTable
 }
 
 func (h *handlers) ready(c *fiber.Ctx) error {
