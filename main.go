@@ -184,6 +184,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	defer closeAndKeep(closeStore, &err)
 	if metrics != nil {
+		if err := metrics.RegisterConnections(func() routes.ConnStats {
+			return routes.ConnStats{Open: int64(app.Server().GetOpenConnectionsCount())}
+		}); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
 		stopMetrics, err := serveMetrics(cfg.metricsAddr, metrics, log)
 		if err != nil {
 			return err

@@ -271,9 +271,10 @@ func (t routeTable) label(c *fiber.Ctx) string {
 
 // clientAddr is the address of the client: the connection's, or behind a
 // trusted proxy the last address it names in X-Forwarded-For (the one the
-// proxy itself saw; earlier ones are the client's to write).
+// proxy itself saw; earlier ones are the client's to write). The
+// application always checks proxies, so only a listed one is trusted.
 func clientAddr(c *fiber.Ctx) string {
-	if len(c.App().Config().TrustedProxies) > 0 && c.IsProxyTrusted() {
+	if c.IsProxyTrusted() {
 		xff := c.Get(fiber.HeaderXForwardedFor)
 		if ip := net.ParseIP(strings.TrimSpace(xff[strings.LastIndexByte(xff, ',')+1:])); ip != nil {
 			return ip.String()

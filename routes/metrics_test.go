@@ -1,7 +1,9 @@
 package routes
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -226,5 +228,29 @@ func TestMetricsReadTheirOwnersAtEachScrape(t *testing.T) {
 	none.observe("GET", "/orders", 200, time.Millisecond)
 	if err := none.RegisterRedisPool(pool); err != nil {
 		t.Errorf("nil Metrics: %v", err)
+	}
+}
+
+// TestRequestLogNamesTheClientBehindATrustedProxyOnly: the log names the
+// address a trusted proxy saw (the last in X-Forwarded-For); from anyone
+// else the header changes nothing, and the connection's address is logged.
+func TestRequestLogNamesTheClientBehindATrustedProxyOnly(t *testing.T) {
+	for _, tc := range []struct {
+		proxies []string
+		want    string
+	}{{[]string{"0.0.0.0"}, "198.51.100.2"}, {nil, "0.0.0.0"}} {
+		var logs testutil.SyncBuffer
+		a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)), func(c *Config) {
+			c.TrustedProxies = tc.proxies
+			c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		})
+		a.get(t, "/healthz", testutil.H{"X-Forwarded-For": "203.0.113.7, 198.51.100.2"}).WantStatus(t, http.StatusOK)
+		var line struct {
+			Client string `json:"client_ip"`
+			Person string `json:"person"`
+		}
+		if err := json.Unmarshal([]byte(logs.String()), &line); err != nil || line.Client != tc.want || line.Person != "anonymous" {
+			t.Errorf("trusted proxies %v: logged client_ip %q, person %q (%v), want %s and anonymous: %s", tc.proxies, line.Client, line.Person, err, tc.want, logs.String())
+		}
 	}
 }
