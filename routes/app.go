@@ -125,6 +125,7 @@ func New(cfg Config) (*fiber.App, error) {
 		EnableTrustedProxyCheck: true,
 		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
+	h.routes = &routeTable{app: app}
 
 	if n := cfg.InFlight; n != nil {
 		app.Use(func(c *fiber.Ctx) error {
@@ -168,7 +169,6 @@ func New(cfg Config) (*fiber.App, error) {
 	o := &orderHandlers{handlers: h, R: orderResource}
 	registerResource(app, orderResource, orderMembers(cfg.Store).handlers(o.list, map[string]handler{"inquiry": o.inquiry}))
 	registerResource(app, productResource, productMembers(cfg.Store).handlers(listProducts(cfg.Store), nil))
-	h.routes = newRouteTable(app)
 	return app, nil
 }
 
@@ -212,7 +212,7 @@ type handlers struct {
 	log     *slog.Logger
 	metrics *Metrics
 	// routes: the application's routes, to name the one a request took.
-	routes routeTable
+	routes *routeTable
 }
 
 func (h *handlers) ready(c *fiber.Ctx) error {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -244,25 +245,30 @@ func (s scrapeCollector) Collect(ch chan<- prometheus.Metric) { s.collect(ch) }
 // routeTable tells a route of the application's own from a middleware's
 // ("USE") entry, which Fiber's Route does not say: by the first of its
 // handlers, which the routes' table and the copies GetRoutes gives share.
-type routeTable map[*fiber.Handler]struct{}
-
-// newRouteTable lists the routes of app, once every one is registered.
-func newRouteTable(app *fiber.App) routeTable {
-	t := routeTable{}
-	for _, r := range app.GetRoutes(true) {
-		if len(r.Handlers) > 0 {
-			t[&r.Handlers[0]] = struct{}{}
-		}
-	}
-	return t
+// It is read at the first request, once every route is registered.
+type routeTable struct {
+	app  *fiber.App
+	once sync.Once
+	own  map[*fiber.Handler]struct{}
 }
 
 // label is the pattern of the route that answered the request
 // ("/orders/:id<int>"), or unmatchedRoute when none did: the last entry a
 // request reached is then a middleware's.
-func (t routeTable) label(c *fiber.Ctx) string {
+func (t *routeTable) label(c *fiber.Ctx) string {
+	if t == nil {
+		return unmatchedRoute
+	}
+	t.once.Do(func() {
+		t.own = map[*fiber.Handler]struct{}{}
+		for _, r := range t.app.GetRoutes(true) {
+			if len(r.Handlers) > 0 {
+				t.own[&r.Handlers[0]] = struct{}{}
+			}
+		}
+	})
 	if r := c.Route(); r != nil && len(r.Handlers) > 0 {
-		if _, ok := t[&r.Handlers[0]]; ok {
+		if _, ok := t.own[&r.Handlers[0]]; ok {
 			return r.Path
 		}
 	}
