@@ -72,6 +72,10 @@ type config struct {
 	// and from one client address; maxConns 0 means three quarters of the
 	// open-file limit.
 	maxConns, maxConnsPerIP int
+	// metricsAddr: where Prometheus's /metrics is served; "" serves none.
+	metricsAddr string
+	// logFormat: "text" or "json".
+	logFormat string
 }
 
 // parseConfig reads the flags in args and the variables lookupEnv finds
@@ -110,6 +114,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 		return c, err
 	}
 	fl.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", perIP, "most connections open at once from one client address; a -trusted-proxies address is exempt (env MAX_CONNS_PER_IP)")
+	fl.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, apart from the application's; empty: none (env METRICS_ADDR)")
+	fl.StringVar(&c.logFormat, "log-format", env("LOG_FORMAT", "text"), "log lines as text (key=value) or json (env LOG_FORMAT)")
 	if err := fl.Parse(args); err != nil {
 		return c, err
 	}
@@ -118,6 +124,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	}
 	if c.maxConnsPerIP <= 0 {
 		return c, errors.New("-max-conns-per-ip must be a positive whole number")
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return c, fmt.Errorf("-log-format must be text or json, not %q", c.logFormat)
 	}
 	c.hosts, c.trustedProxies = splitList(*hosts), splitList(*proxies)
 	if h, _, err := net.SplitHostPort(c.addr); err == nil && h != "" && net.ParseIP(h) == nil {
@@ -180,6 +189,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	logOut := newBufferedLog(stdout)
 	defer logOut.Close()
 	log := slog.New(slog.NewTextHandler(logOut, nil))
+	if cfg.logFormat == "json" {
+		log = slog.New(slog.NewJSONHandler(logOut, nil))
+	}
 	if addr, _ := lookupEnv("ORDERS_PPROF"); addr != "" {
 		servePprof(addr, log)
 	}
@@ -192,7 +204,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 
 	if cfg.repair {
-		st, closeStore, oerr := openStore(cfg, log, stderr)
+		st, closeStore, oerr := openStore(cfg, nil, log, stderr)
 		if oerr != nil {
 			return oerr
 		}
@@ -200,7 +212,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return repair(ctx, st, stdout)
 	}
 	var inFlight atomic.Int64
-	app, closeStore, err := newApp(ctx, cfg, &inFlight, log, stderr)
+	var metrics *routes.Metrics
+	if cfg.metricsAddr != "" {
+		metrics = routes.NewMetrics()
+	}
+	app, closeStore, err := newApp(ctx, cfg, &inFlight, metrics, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -218,6 +234,24 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		tcp.Close()
 		return err
+	}
+	if metrics != nil {
+		if err := metrics.RegisterConnections(func() routes.ConnStats {
+			refused := map[string]int64{}
+			for _, reason := range routes.RefusalReasons {
+				refused[reason] = int64(ln.Refused(reason))
+			}
+			return routes.ConnStats{Open: ln.Open(), Refused: refused}
+		}); err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics: %w", err)
+		}
+		stopMetrics, err := serveMetrics(cfg.metricsAddr, metrics, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
 	}
 	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", cfg.authUser != "",
 		"open_file_limit", files, "max_conns", maxConns, "max_conns_per_ip", cfg.maxConnsPerIP)
@@ -285,8 +319,8 @@ func closeAndKeep(closeStore func() error, err *error) {
 // static files embedded in the binary. closeStore closes the store (the
 // embedded one writes its last snapshot); the reconciler and a pending
 // upgrade stop with ctx.
-func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, log *slog.Logger, stderr io.Writer) (app *fiber.App, closeStore func() error, err error) {
-	st, closeSt, err := openStore(cfg, log, stderr)
+func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *routes.Metrics, log *slog.Logger, stderr io.Writer) (app *fiber.App, closeStore func() error, err error) {
+	st, closeSt, err := openStore(cfg, metrics, log, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -334,20 +368,46 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, log *slog.L
 
 	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
 		AuthUser: cfg.authUser, AuthPassword: cfg.authPassword, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
-		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight})
+		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight, Metrics: metrics})
 	if err != nil {
 		return nil, nil, err
 	}
 	return app, closeSt, nil
 }
 
-// openStore opens the configured Redis (openRedis) and the store over it.
-func openStore(cfg config, log *slog.Logger, stderr io.Writer) (*store.Store, func() error, error) {
-	rdb, cluster, health, closeRedis, err := openRedis(cfg, log, stderr)
+// openStore opens the configured Redis (openRedis) and the store over it,
+// and shows metrics (when not nil) the Redis client's pool and the
+// embedded store's files.
+func openStore(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.Writer) (*store.Store, func() error, error) {
+	rdb, cluster, health, closeRedis, err := openRedis(cfg, metrics, log, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := metrics.RegisterRedisPool(rdb); err != nil {
+		_ = closeRedis()
+		return nil, nil, fmt.Errorf("metrics: %w", err)
+	}
 	return store.New(rdb, store.Options{Cluster: cluster, Logger: log, Health: health}), closeRedis, nil
+}
+
+// serveMetrics serves metrics at /metrics on addr, a listener of its own
+// (nothing else is served there, and nothing there is counted), until
+// stop is called.
+func serveMetrics(addr string, metrics *routes.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving metrics", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { _ = srv.Close() }, nil
 }
 
 // repair runs Store.Repair over the whole collection and prints what it
@@ -377,7 +437,7 @@ func servePprof(addr string, log *slog.Logger) {
 // store's readiness (the embedded store's snapshots; nil otherwise), and a
 // function that closes it (and for the embedded store writes the last
 // snapshot, returning its error).
-func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalClient, bool, func() error, func() error, error) {
+func openRedis(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.Writer) (redis.UniversalClient, bool, func() error, func() error, error) {
 	switch {
 	case cfg.redis == "":
 		o := &redis.Options{}
@@ -387,6 +447,10 @@ func openRedis(cfg config, log *slog.Logger, stderr io.Writer) (redis.UniversalC
 			return nil, false, nil, nil, err
 		}
 		log.Info("using the embedded store", "data", cfg.data)
+		if err := metrics.RegisterEmbedded(e.Stats); err != nil {
+			_ = e.Close()
+			return nil, false, nil, nil, fmt.Errorf("metrics: %w", err)
+		}
 		return e.Client(), false, e.Health, func() error {
 			if err := e.Close(); err != nil {
 				return fmt.Errorf("writing the last snapshot %s: %w", cfg.data, err)

@@ -64,6 +64,11 @@ type Config struct {
 	// at shutdown, main tells a drain cut short with requests in hand
 	// from one left waiting only on connections that hold none.
 	InFlight *atomic.Int64
+	// Metrics, when set, counts every request (by method, route pattern
+	// and status) and shows the open live streams and the store's
+	// readiness; main serves it on a listener of its own. One Metrics
+	// serves one application.
+	Metrics *Metrics
 }
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
@@ -108,7 +113,13 @@ func New(cfg Config) (*fiber.App, error) {
 	if engine.set.Lookup("partials/error") == nil {
 		return nil, fmt.Errorf("template partials/error is missing")
 	}
-	h := &handlers{store: cfg.Store, log: cfg.Logger, limits: store.NewLimits(cfg.Store, cfg.Limits), proxies: newProxies(cfg.TrustedProxies)}
+	if lim := cfg.Limits; lim.OnThrottle == nil {
+		cfg.Limits.OnThrottle = cfg.Metrics.Throttled
+	} else if cfg.Metrics != nil {
+		cfg.Limits.OnThrottle = func(limit string) { lim.OnThrottle(limit); cfg.Metrics.Throttled(limit) }
+	}
+	h := &handlers{store: cfg.Store, log: cfg.Logger, limits: store.NewLimits(cfg.Store, cfg.Limits),
+		proxies: newProxies(cfg.TrustedProxies), metrics: cfg.Metrics}
 	app := fiber.New(fiber.Config{
 		Views: engine,
 		// Request strings are kept past handlers (errors, logs): no reuse.
@@ -141,6 +152,7 @@ func New(cfg Config) (*fiber.App, error) {
 		EnableTrustedProxyCheck: true,
 		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
+	h.routes = &routeTable{app: app}
 
 	app.Server().HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
@@ -175,6 +187,9 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
+	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	feeds := map[string]*store.Feed{}
 	for _, r := range resources {
 		feeds[r.Feed] = cfg.Store.Feed(r.Feed)
@@ -227,8 +242,11 @@ func proxyList(list []string) []string {
 }
 
 type handlers struct {
-	store *store.Store
-	log   *slog.Logger
+	store   *store.Store
+	log     *slog.Logger
+	metrics *Metrics
+	// routes: the application's routes, to name the one a request took.
+	routes *routeTable
 	// limits are the throttles shared through Redis; proxies name the
 	// client behind a trusted proxy.
 	limits  *store.Limits

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/url"
@@ -74,6 +75,10 @@ func requestIDOf(c *fiber.Ctx) string {
 	return id
 }
 
+// logRequests writes one line per request to the log, and counts it in the
+// metrics: who asked (request id, client address, person), what (method,
+// route pattern, path without the query), and the answer (status,
+// duration, body bytes). A server error is logged at level ERROR.
 func (h *handlers) logRequests(c *fiber.Ctx) error {
 	start := time.Now()
 	err := c.Next()
@@ -82,12 +87,23 @@ func (h *handlers) logRequests(c *fiber.Ctx) error {
 		// below logs the status the client gets.
 		h.handleError(c, err)
 	}
-	h.log.Info("request",
-		"method", c.Method(),
-		"path", c.Path(),
-		"status", c.Response().StatusCode(),
-		"ms", time.Since(start).Milliseconds(),
-		"request_id", requestIDOf(c))
+	d := time.Since(start)
+	status, route := c.Response().StatusCode(), h.routes.label(c)
+	h.metrics.observe(c.Method(), route, status, d)
+	level := slog.LevelInfo
+	if status >= fiber.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	h.log.LogAttrs(context.Background(), level, "request",
+		slog.String("request_id", requestIDOf(c)),
+		slog.String("method", c.Method()),
+		slog.String("route", route),
+		slog.String("path", c.Path()),
+		slog.Int("status", status),
+		slog.Duration("duration", d),
+		slog.Int("bytes", responseBytes(c)),
+		slog.String("client_ip", h.proxies.clientAddr(c)),
+		slog.String("person", actorName(c)))
 	return nil
 }
 
