@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"orders/store"
 	"orders/testutil"
 )
 
@@ -295,5 +299,65 @@ func TestLogFormatAndMetricsAddressConfig(t *testing.T) {
 	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", "", "-metrics-addr", "127.0.0.1:99999"}, envOf(nil), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "-metrics-addr") {
 		t.Errorf("-metrics-addr 127.0.0.1:99999: run returned %v, want an error naming -metrics-addr", err)
+	}
+}
+
+// TestMetricsCountRefusedConnectionsAndThrottledSignIns: what the edge
+// refuses shows on /metrics: connections closed past the per-address cap
+// by reason, and sign-ins refused with 429 by the limit that refused them.
+func TestMetricsCountRefusedConnectionsAndThrottledSignIns(t *testing.T) {
+	r := startObserved(t, map[string]string{"AUTH_USER": "clerk", "AUTH_PASSWORD": "right horse battery"},
+		"-data", "", "-metrics-addr", "127.0.0.1:0", "-max-conns-per-ip", "2")
+	host := strings.TrimPrefix(r.base, "http://")
+	var held []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	// The two past the cap are closed at once: reading them ends.
+	closed := 0
+	for _, c := range held[2:] {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed++
+		}
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if closed != 2 {
+		t.Fatalf("%d of the 2 connections past the per-address cap were closed, want 2", closed)
+	}
+	// The wrong passwords come from another address, under its cap.
+	from := &net.TCPAddr{IP: testutil.Loopback(t, 2)}
+	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: from}).DialContext}}
+	for i := range 11 {
+		req, _ := http.NewRequest(http.MethodGet, r.base+"/orders", nil)
+		req.SetBasicAuth("clerk", "wrong")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("wrong password %d: %v", i+1, err)
+		}
+		// Read to the end, so the one connection is used again (a third
+		// from this address would be past the cap).
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	all := scrapeRun(t, r)
+	for s, atLeast := range map[string]float64{
+		`orders_http_connections_refused_total{reason="per_ip"}`:                    2,
+		`orders_throttled_requests_total{limit="` + store.LimitSignInAddress + `"}`: 1,
+		// Refused before routing: no route is named.
+		`orders_http_requests_total{method="GET",route="unmatched",status="429"}`: 1,
+	} {
+		if got, ok := all[s]; !ok || got < atLeast {
+			t.Errorf("%s = %v (present: %v), want at least %v", s, got, ok, atLeast)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("run: %v", err)
 	}
 }
