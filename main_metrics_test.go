@@ -90,19 +90,7 @@ func scrapeRun(t *testing.T, r *observedRun) map[string]float64 {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s/metrics answered %d: %s", r.metrics, resp.StatusCode, b)
 	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if i < 0 || err != nil {
-			t.Fatalf("not a series: %q", line)
-		}
-		out[line[:i]] = v
-	}
-	return out
+	return testutil.ParseMetrics(t, string(b))
 }
 
 func hasSeries(all map[string]float64, name string) bool {

@@ -34,26 +34,7 @@ const fileLimit = 512
 func startLimitedApp(t *testing.T, env ...string) *appServer {
 	t.Helper()
 	requireEdgeTools(t)
-	bin := appBinary(t)
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	lim := fmt.Sprintf("--nofile=%d:%d", fileLimit, fileLimit)
-	cmd := exec.Command("prlimit", lim, bin, "-addr", addr, "-redis", "", "-data", "")
-	cmd.Env = appEnv(env...)
-	a := &appServer{proc: startProc(t, "app "+addr, cmd), base: "http://" + addr}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := quick.Get(a.base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return a
-			}
-		}
-		if !a.running() || time.Now().After(deadline) {
-			t.Fatalf("the app on %s did not answer /healthz (%v); its output:\n%s", addr, err, tail(a.out.String(), 30))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return startAppVia(t, []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", fileLimit, fileLimit)}, "", env...)
 }
 
 func requireEdgeTools(t *testing.T) {

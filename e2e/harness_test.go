@@ -224,9 +224,16 @@ type appServer struct {
 // variables ("AUTH_USER=x").
 func startApp(t testing.TB, redisURL string, env ...string) *appServer {
 	t.Helper()
-	bin := appBinary(t)
+	return startAppVia(t, nil, redisURL, env...)
+}
+
+// startAppVia is startApp with the binary started through a command (prlimit
+// and its arguments), or directly when via is empty.
+func startAppVia(t testing.TB, via []string, redisURL string, env ...string) *appServer {
+	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cmd := exec.Command(bin, "-addr", addr, "-redis", redisURL, "-data", "")
+	argv := append(append(via, appBinary(t)), "-addr", addr, "-redis", redisURL, "-data", "")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = appEnv(env...)
 	a := &appServer{proc: startProc(t, "app "+addr, cmd), base: "http://" + addr}
 	deadline := time.Now().Add(10 * time.Second)

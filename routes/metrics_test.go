@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,26 +27,9 @@ func scrape(t testing.TB, m *Metrics) map[string]float64 {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /metrics answered %d: %s", rec.Code, rec.Body.String())
 	}
-	return parseSeries(t, rec.Body.String())
+	return testutil.ParseMetrics(t, rec.Body.String())
 }
 
-// parseSeries reads Prometheus's text format: every series with its value.
-func parseSeries(t testing.TB, text string) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	for _, line := range strings.Split(text, "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if i < 0 || err != nil {
-			t.Fatalf("not a series: %q", line)
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
 
 var labelRE = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 
