@@ -30,7 +30,6 @@ func scrape(t testing.TB, m *Metrics) map[string]float64 {
 	return testutil.ParseMetrics(t, rec.Body.String())
 }
 
-
 var labelRE = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 
 // seriesNamed returns the series of one metric, by their labels.
