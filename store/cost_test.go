@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"os"
 	"os/exec"
@@ -326,14 +327,23 @@ func TestEmbeddedStoreAnswersEveryQuery(t *testing.T) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// slowCommand writes a logged command's arguments briefly.
+// slowCommand writes a logged command's arguments briefly, a script by
+// its name.
 func slowCommand(v any) string {
 	args, _ := v.([]any)
 	var parts []string
 	for i, a := range args {
 		s := fmt.Sprint(a)
-		if i == 1 && strings.EqualFold(parts[0], "evalsha") {
-			s = s[:min(len(s), 8)]
+		if i == 1 && len(parts) > 0 {
+			switch strings.ToLower(parts[0]) {
+			case "eval":
+				s = fmt.Sprintf("%x", sha1.Sum([]byte(s)))
+				fallthrough
+			case "evalsha":
+				if name, ok := store.ScriptNames()[s]; ok {
+					s = name
+				}
+			}
 		}
 		if len(s) > 24 {
 			s = s[:24] + "…"
@@ -385,6 +395,21 @@ func reportCosts(t *testing.T, what string, results []costResult, took time.Dura
 	}
 	for _, l := range lines {
 		t.Log(l)
+	}
+	if path := os.Getenv("ORDERS_COST_TABLE"); path != "" {
+		// Every page, tab-separated, for docs/slowlog.sh.
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s\nshape\tpage\tanswer_ms\tslowest_ms\tcommand\tcode\n", what)
+		for _, r := range results {
+			code := ""
+			if r.err != nil {
+				code = store.ErrorCode(r.err)
+			}
+			fmt.Fprintf(&b, "%s\t%s\t%.2f\t%.2f\t%s\t%s\n", r.shape, r.page, ms(r.took), ms(r.slowest), r.command, code)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Errorf("writing %s: %v", path, err)
+		}
 	}
 	if path := os.Getenv("ORDERS_FIGURES"); path != "" {
 		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -160,4 +161,20 @@ func (s *Store) SeedProducts(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// SetSortLimits lowers the bounds of a dated sort (MaxSortedRange,
+// MaxSortedWalk, and the chunks it reads: at most chunk entries a command,
+// a walk starting with 4) until the test ends, so that a few hundred
+// orders take the paths a million do.
+func SetSortLimits(t testing.TB, rangeMax, walkMax, chunk int64) {
+	r, w, c, f := sortedRange, sortedWalk, sortChunk, walkFirst
+	sortedRange, sortedWalk, sortChunk, walkFirst = rangeMax, walkMax, chunk, 4
+	t.Cleanup(func() { sortedRange, sortedWalk, sortChunk, walkFirst = r, w, c, f })
+}
+
+// ScriptNames maps the SHA-1 of each of the list scripts to its name, for
+// naming them in SLOWLOG's entries.
+func ScriptNames() map[string]string {
+	return map[string]string{mergeScript.Hash(): "mergeScript", pageScript.Hash(): "pageScript", unionScript.Hash(): "unionScript"}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -139,16 +138,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	case len(terms) == 0 && (!dated || q.Sort.Field() == "created"):
 		return out, s.listSorted(ctx, q, offset, keep, &out)
 	case len(terms) == 0:
-		// A date range with another sort: the range's orders sorted here
-		// when they are few enough, else that sort's index, filtered.
-		if done, err := s.datedSorted(ctx, q, offset, keep, &out); done || err != nil {
-			return out, err
-		}
-		ids, more, err := s.sortedCandidates(ctx, q)
-		if err != nil {
-			return out, err
-		}
-		return out, s.listExamined(ctx, q, ids, more, keep, &out)
+		return out, s.datedSorted(ctx, q, offset, keep, &out)
 	case len(terms) == 1 && !dated && len(terms[0]) <= dupDepth:
 		out.MatchOrder = true
 		return out, s.searchOne(ctx, q, terms[0], offset, &out)
@@ -556,115 +546,6 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 	}
 	out.Orders = orders
 	return nil
-}
-
-// datedSorted answers a created-date range with the customer, updated or
-// total sort when the range holds at most MaxCandidates orders (one ZCOUNT
-// per status set tells): it reads them all by the created index, sorts
-// them as that sort's index would, and pages them, so the total is exact.
-// It reports false, having done nothing, for a larger range.
-func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep func(*Order) bool, out *Page) (bool, error) {
-	sts := Statuses
-	if q.Status != "" {
-		sts = []Status{q.Status}
-	}
-	loF, hiF := dayScores(q.From, q.To)
-	lo, hi := scoreArg(loF, false), scoreArg(hiF, false)
-	counts := make([]*redis.IntCmd, len(sts))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, st := range sts {
-			counts[i] = p.ZCount(ctx, s.idIndex(st), lo, hi)
-		}
-		return nil
-	})
-	if err != nil {
-		return false, wrap(err)
-	}
-	var n int64
-	for _, c := range counts {
-		n += c.Val()
-	}
-	if n > MaxCandidates {
-		return false, nil
-	}
-	ranges := make([]*redis.StringSliceCmd, len(sts))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, st := range sts {
-			ranges[i] = p.ZRangeByScore(ctx, s.idIndex(st), &redis.ZRangeBy{Min: lo, Max: hi})
-		}
-		return nil
-	})
-	if err != nil {
-		return false, wrap(err)
-	}
-	var ids []int64
-	for _, r := range ranges {
-		ids = append(ids, sortedIDs(r.Val(), false)...)
-	}
-	var found []*Order
-	for start := 0; start < len(ids); start += loadBatch {
-		got, err := s.loadOrders(ctx, ids[start:min(start+loadBatch, len(ids))], q.Items)
-		if err != nil {
-			return false, err
-		}
-		for _, o := range got {
-			if o != nil && keep(o) {
-				found = append(found, o)
-			}
-		}
-	}
-	// As the sort's index orders its members: by score, then by member
-	// (the decimal id); by name member.
-	var cmpOrders func(a, b *Order) int
-	switch q.Sort.Field() {
-	case "customer":
-		cmpOrders = func(a, b *Order) int {
-			return strings.Compare(nameMember(a.Customer, a.ID), nameMember(b.Customer, b.ID))
-		}
-	default:
-		score := func(o *Order) float64 { return totalScore(o.Total, o.ID) }
-		if q.Sort.Field() == "updated" {
-			score = func(o *Order) float64 { return timeScore(o.UpdatedAt, o.ID) }
-		}
-		cmpOrders = func(a, b *Order) int {
-			if c := cmp.Compare(score(a), score(b)); c != 0 {
-				return c
-			}
-			return strings.Compare(strconv.FormatInt(a.ID, 10), strconv.FormatInt(b.ID, 10))
-		}
-	}
-	slices.SortFunc(found, func(a, b *Order) int {
-		if q.Sort.Desc() {
-			return cmpOrders(b, a)
-		}
-		return cmpOrders(a, b)
-	})
-	out.Total = int64(len(found))
-	for _, o := range found[min(offset, out.Total):min(offset+int64(q.PerPage), out.Total)] {
-		out.Orders = append(out.Orders, *o)
-	}
-	return true, nil
-}
-
-// sortedCandidates returns up to MaxCandidates ids in the query's sort (in
-// its status), and whether there are more: one round trip.
-func (s *Store) sortedCandidates(ctx context.Context, q Query) ([]int64, bool, error) {
-	keys, lex := s.sortKeys(q.Sort, q.Status)
-	var (
-		total int64
-		ms    []string
-		err   error
-	)
-	all := math.Inf(1)
-	if len(keys) > 1 {
-		total, ms, err = s.merged(ctx, keys, q.Sort, 0, MaxCandidates, -all, all)
-	} else {
-		total, ms, err = s.ranked(ctx, keys[0], 0, MaxCandidates, q.Sort.Desc(), -all, all)
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return sortedIDs(ms, lex), total > int64(len(ms)), nil
 }
 
 // listExamined fills out with the candidates ids keep accepts.

@@ -1,0 +1,436 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A created-date range with the customer, updated or total sort asks for
+// two orders at once: the range is a score range of the created index, the
+// order is another index. No sorted set holds both, so such a page is found
+// in one of three ways, each made of many small commands (none reads more
+// than sortChunk entries), never one large script:
+//
+//   - A range that holds every order of the status sets read is no filter:
+//     the sort's own page, O(log N + page).
+//   - A range of at most MaxSortedRange orders: their ids by the created
+//     index, their sort keys (ZMSCORE of the sort's index; for the
+//     customer sort each order's name), sorted here. Exact at any page,
+//     O(range).
+//   - A larger range: the sort's index is walked from the page's nearer
+//     end in chunks (each status's set, merged here), each chunk's created
+//     scores read in one ZMSCORE and those outside the range dropped,
+//     until the page is complete. The total is exact (the created index
+//     counts the range); a page that would take more than MaxSortedWalk
+//     index entries to reach is refused (EBROAD) with what to narrow.
+
+// MaxSortedRange is the largest created-date range whose orders are all
+// read and sorted for another sort; MaxSortedWalk bounds the index entries
+// a larger range may walk to reach its page.
+const (
+	MaxSortedRange = 50_000
+	MaxSortedWalk  = 100_000
+)
+
+// sortedRange and sortedWalk are the bounds in use; sortChunk bounds the
+// entries one command of a dated sort reads, and a walk's first chunk of
+// each set is walkFirst (doubling up to sortChunk). Tests lower them all.
+var (
+	sortedRange, sortedWalk int64 = MaxSortedRange, MaxSortedWalk
+	sortChunk, walkFirst    int64 = 4096, 256
+)
+
+// sortEntry is one order's place in a sort's index: its score and member
+// (score sorts), or its name member (the customer sort, lex).
+type sortEntry struct {
+	score  float64
+	member string
+}
+
+// entryLess orders entries as the index does: by score, then by member
+// (lex indexes have equal scores).
+func entryLess(a, b sortEntry) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.member < b.member
+}
+
+// datedSorted answers a created-date range with a sort other than created
+// (see above).
+func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep func(*Order) bool, out *Page) error {
+	sts := Statuses
+	if q.Status != "" {
+		sts = []Status{q.Status}
+	}
+	loF, hiF := dayScores(q.From, q.To)
+	lo, hi := scoreArg(loF, false), scoreArg(hiF, false)
+	type counts struct{ in, all, before *redis.IntCmd }
+	cs := make([]counts, len(sts))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range sts {
+			k := s.idIndex(st)
+			cs[i] = counts{p.ZCount(ctx, k, lo, hi), p.ZCard(ctx, k), p.ZCount(ctx, k, "-inf", scoreArg(loF, true))}
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap(err)
+	}
+	var total int64
+	whole := true
+	for _, c := range cs {
+		total += c.in.Val()
+		whole = whole && c.in.Val() == c.all.Val()
+	}
+	if whole {
+		// Every order read is in the range: the sort's own page.
+		undated := q
+		undated.From, undated.To = time.Time{}, time.Time{}
+		return s.listSorted(ctx, undated, offset, keep, out)
+	}
+	out.Total = total
+	if offset >= total {
+		return nil
+	}
+	var members []string
+	if total <= sortedRange {
+		before := make([]int64, len(sts))
+		in := make([]int64, len(sts))
+		for i, c := range cs {
+			before[i], in[i] = c.before.Val(), c.in.Val()
+		}
+		members, err = s.sortRange(ctx, q, sts, before, in, offset)
+	} else {
+		members, err = s.walkSorted(ctx, q, sts, loF, hiF, offset, total)
+	}
+	if err != nil {
+		return err
+	}
+	lex := q.Sort.Field() == "customer"
+	var lexMembers []string
+	if lex {
+		lexMembers = members
+	}
+	out.Orders, err = s.loadMany(ctx, sortedIDs(members, lex), lexMembers, q.Items, keep)
+	return err
+}
+
+// sortRange reads every order of a small created range (in[i] orders of
+// status sts[i], after before[i] others in its created set) with its sort
+// key, sorts them as the sort's index would, and returns the page's
+// members of that index. Two or three rounds of pipelined commands, none
+// reading more than sortChunk entries.
+func (s *Store) sortRange(ctx context.Context, q Query, sts []Status, before, in []int64, offset int64) ([]string, error) {
+	type chunk struct {
+		st  Status
+		ids *redis.StringSliceCmd
+	}
+	var chunks []chunk
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range sts {
+			for r := int64(0); r < in[i]; r += sortChunk {
+				start := before[i] + r
+				chunks = append(chunks, chunk{st, p.ZRange(ctx, s.idIndex(st), start, start+min(sortChunk, in[i]-r)-1)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var entries []sortEntry
+	if q.Sort.Field() == "customer" {
+		// A name member is not found by id: each order's name is read.
+		var ids []int64
+		for _, c := range chunks {
+			ids = append(ids, sortedIDs(c.ids.Val(), false)...)
+		}
+		for start := 0; start < len(ids); start += loadBatch {
+			batch := ids[start:min(start+loadBatch, len(ids))]
+			names := make([]*redis.StringCmd, len(batch))
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, id := range batch {
+					names[i] = p.HGet(ctx, s.orderKey(id), "c")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, wrap(err)
+			}
+			for i, id := range batch {
+				if n, err := names[i].Result(); err == nil {
+					entries = append(entries, sortEntry{member: nameMember(n, id)})
+				}
+			}
+		}
+	} else {
+		keyOf := s.updatedIndex
+		if q.Sort.Field() == "total" {
+			keyOf = s.totalIndex
+		}
+		scores := make([]*redis.Cmd, len(chunks))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, c := range chunks {
+				if ms := c.ids.Val(); len(ms) > 0 {
+					scores[i] = p.Do(ctx, append([]any{"zmscore", keyOf(c.st)}, anys(ms)...)...)
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, wrap(err)
+		}
+		for i, c := range chunks {
+			if scores[i] == nil {
+				continue
+			}
+			got, err := scoreList(scores[i])
+			if err != nil {
+				return nil, err
+			}
+			for j, m := range c.ids.Val() {
+				if j < len(got) && got[j] != nil {
+					entries = append(entries, sortEntry{*got[j], m})
+				}
+			}
+		}
+	}
+	slices.SortFunc(entries, func(a, b sortEntry) int {
+		c := cmp.Compare(a.score, b.score)
+		if c == 0 {
+			c = strings.Compare(a.member, b.member)
+		}
+		if q.Sort.Desc() {
+			return -c
+		}
+		return c
+	})
+	lo := min(offset, int64(len(entries)))
+	page := entries[lo:min(lo+int64(q.PerPage), int64(len(entries)))]
+	members := make([]string, len(page))
+	for i, e := range page {
+		members[i] = e.member
+	}
+	return members, nil
+}
+
+// sortWalker walks one status's set of a sort in chunks, keeping the
+// entries whose order was created in the range.
+type sortWalker struct {
+	st        Status
+	key       string // the sort's set of that status
+	lex       bool
+	pos       int64 // the next rank to read, counted from the walk's start
+	chunk     int64
+	last      sortEntry // the last entry read (every entry not read yet comes after it)
+	started   bool
+	done      bool
+	kept      []sortEntry // entries in the range, read and not yet merged
+	rangeCmd  *redis.ZSliceCmd
+	scoresCmd *redis.Cmd
+}
+
+// walkSorted returns the members of the page at offset of a large created
+// range (total orders) in q's sort: the status sets of the sort are walked
+// from the end nearer the page, merged, and kept when their order's
+// created score is in [lo, hi]. It reads at most MaxSortedWalk entries,
+// and refuses (EBROAD) a page further than that.
+func (s *Store) walkSorted(ctx context.Context, q Query, sts []Status, lo, hi float64, offset, total int64) ([]string, error) {
+	count := min(int64(q.PerPage), total-offset)
+	asc := !q.Sort.Desc()
+	flip := offset*2 > total
+	if flip {
+		// Past the middle, from the other end: the same entries, reversed.
+		asc = !asc
+		offset = total - offset - count
+	}
+	ws := make([]*sortWalker, len(sts))
+	for i, st := range sts {
+		keys, lex := s.sortKeys(q.Sort, st)
+		ws[i] = &sortWalker{st: st, key: keys[0], lex: lex, chunk: min(max(2*count, walkFirst), sortChunk)}
+	}
+	// before says a comes before b in the walk.
+	before := func(a, b sortEntry) bool {
+		if asc {
+			return entryLess(a, b)
+		}
+		return entryLess(b, a)
+	}
+	var (
+		page     []string
+		emitted  int64
+		examined int64
+	)
+	for emitted < offset+count {
+		var head *sortWalker
+		for _, w := range ws {
+			if len(w.kept) > 0 && (head == nil || before(w.kept[0], head.kept[0])) {
+				head = w
+			}
+		}
+		// A set whose walk has not passed the head may still hold an
+		// entry before it: read on there first.
+		var behind []*sortWalker
+		for _, w := range ws {
+			if !w.done && (head == nil || !w.started || before(w.last, head.kept[0])) {
+				behind = append(behind, w)
+			}
+		}
+		if len(behind) == 0 {
+			if head == nil {
+				break // every set read to its end
+			}
+			if emitted >= offset {
+				page = append(page, head.kept[0].member)
+			}
+			head.kept = head.kept[1:]
+			emitted++
+			continue
+		}
+		for _, w := range behind {
+			examined += w.chunk
+		}
+		if examined > sortedWalk {
+			return nil, tooFar(q)
+		}
+		if err := s.walkStep(ctx, behind, asc, lo, hi); err != nil {
+			return nil, err
+		}
+	}
+	if flip {
+		slices.Reverse(page)
+	}
+	return page, nil
+}
+
+// walkStep reads the next chunk of each walker (one round trip) and the
+// created scores of what it read (another).
+func (s *Store) walkStep(ctx context.Context, ws []*sortWalker, asc bool, lo, hi float64) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, w := range ws {
+			if asc {
+				w.rangeCmd = p.ZRangeWithScores(ctx, w.key, w.pos, w.pos+w.chunk-1)
+			} else {
+				w.rangeCmd = p.ZRevRangeWithScores(ctx, w.key, w.pos, w.pos+w.chunk-1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap(err)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, w := range ws {
+			w.scoresCmd = nil
+			read := w.rangeCmd.Val()
+			if len(read) == 0 {
+				continue
+			}
+			args := make([]any, 0, 2+len(read))
+			args = append(args, "zmscore", s.idIndex(w.st))
+			for _, z := range read {
+				id := z.Member.(string)
+				if w.lex {
+					n, _ := memberID(id)
+					id = strconv.FormatInt(n, 10)
+				}
+				args = append(args, id)
+			}
+			w.scoresCmd = p.Do(ctx, args...)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return wrap(err)
+	}
+	for _, w := range ws {
+		read := w.rangeCmd.Val()
+		w.started = true
+		w.pos += int64(len(read))
+		if int64(len(read)) < w.chunk {
+			w.done = true
+		}
+		w.chunk = min(2*w.chunk, sortChunk)
+		if len(read) == 0 {
+			continue
+		}
+		created, err := scoreList(w.scoresCmd)
+		if err != nil {
+			return err
+		}
+		for i, z := range read {
+			e := sortEntry{z.Score, z.Member.(string)}
+			if w.lex {
+				e.score = 0
+			}
+			w.last = e
+			if i < len(created) && created[i] != nil && *created[i] >= lo && *created[i] <= hi {
+				w.kept = append(w.kept, e)
+			}
+		}
+	}
+	return nil
+}
+
+// tooFar is the refusal of a dated page too far into its sort to find
+// within MaxSortedWalk entries.
+func tooFar(q Query) error {
+	by := map[string]string{"customer": "customer", "updated": "last update", "total": "total"}[q.Sort.Field()]
+	return Errorf(EBROAD, "page %d of the orders created in these dates, sorted by %s, is too far into that sort to find: "+
+		"narrow the dates (from, to) to at most %s orders, choose a status, sort by created date, or ask for a page nearer the start or the end",
+		q.Page, by, groupThousands(sortedRange))
+}
+
+// groupThousands writes n with commas (50,000).
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// anys boxes strings as command arguments.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// scoreList reads a ZMSCORE answer: one score per member, nil for a member
+// the set does not hold (RESP2 sends scores as text, RESP3 as doubles).
+func scoreList(c *redis.Cmd) ([]*float64, error) {
+	vals, err := c.Slice()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]*float64, len(vals))
+	for i, v := range vals {
+		var f float64
+		switch x := v.(type) {
+		case float64:
+			f = x
+		case string:
+			if f, err = strconv.ParseFloat(x, 64); err != nil {
+				return nil, &Error{Code: EINTERNAL, Message: "the order store answered with an error", Err: fmt.Errorf("ZMSCORE answered %q", x)}
+			}
+		case int64:
+			f = float64(x)
+		default:
+			continue
+		}
+		out[i] = &f
+	}
+	return out, nil
+}

@@ -1,0 +1,85 @@
+package store_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"orders/store"
+	"orders/testutil"
+)
+
+// TestDatedSortsAgreeWithTheOracle: a created-date range with the customer,
+// updated or total sort, answered each of its ways (the range read whole
+// and sorted, the sort's index walked and filtered by date, no filter when
+// the range holds everything), agrees with the oracle on every page and at
+// single offsets near both ends and the middle, with an exact total, in
+// every status and in one.
+func TestDatedSortsAgreeWithTheOracle(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			const n = 600
+			all := seeded(t, f, n, rand.New(rand.NewPCG(8, 9)))
+			first, mid, last := all[0].CreatedAt, all[n/2].CreatedAt, all[n-1].CreatedAt
+			ranges := [][2]int{{0, 0}, {-20, 20}, {-200, 0}, {0, 400}}
+			for _, walk := range []bool{false, true} {
+				if walk {
+					// Every range of more than 30 orders is walked, in
+					// chunks of 4 to 16 entries: the sets' walks interleave.
+					store.SetSortLimits(t, 30, 1_000_000, 16)
+				}
+				for _, sort := range store.Sorts {
+					if sort.Field() == "created" {
+						continue
+					}
+					for _, st := range []store.Status{"", store.Pending, store.Delivered} {
+						for _, r := range ranges {
+							q := store.Query{Sort: sort, Status: st, From: mid.AddDate(0, 0, r[0]), To: mid.AddDate(0, 0, r[1])}
+							checkDated(t, f, q, oracleSorted(all, q))
+						}
+						// Everything: no filter at all.
+						q := store.Query{Sort: sort, Status: st, From: first.AddDate(-1, 0, 0), To: last.AddDate(0, 0, 1)}
+						checkDated(t, f, q, oracleSorted(all, q))
+						// All but the first day: a filter that keeps nearly every order.
+						q = store.Query{Sort: sort, Status: st, From: first.AddDate(0, 0, 1)}
+						checkDated(t, f, q, oracleSorted(all, q))
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkDated compares pages of q with want: all pages joined at two page
+// sizes, and single orders near the start, the middle and the end.
+func checkDated(t *testing.T, f *fixture, q store.Query, want []int64) {
+	t.Helper()
+	what := func() string {
+		return strings.Join([]string{"sort=" + string(q.Sort), "status=" + string(q.Status), "from=" + q.From.Format("2006-01-02"), "to=" + q.To.Format("2006-01-02")}, " ")
+	}
+	for _, pp := range []int{7, 100} {
+		var got []int64
+		for page := 1; page <= len(want)/pp+2; page++ {
+			q.Page, q.PerPage = page, pp
+			p := f.list(t, q)
+			if p.Total != int64(len(want)) || p.TotalIsLowerBound {
+				t.Fatalf("%s per_page %d page %d: total %d (lower bound %v), want %d", what(), pp, page, p.Total, p.TotalIsLowerBound, len(want))
+			}
+			got = append(got, ids(p)...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s per_page %d, pages joined:\n got %v\nwant %v", what(), pp, got, want)
+		}
+	}
+	for _, off := range []int{0, 1, len(want)/2 - 1, len(want) / 2, len(want)/2 + 1, len(want) - 2, len(want) - 1} {
+		if off < 0 || off >= len(want) {
+			continue
+		}
+		q.Page, q.PerPage = off+1, 1
+		if got := ids(f.list(t, q)); len(got) != 1 || got[0] != want[off] {
+			t.Fatalf("%s, order number %d: got %v, want %d", what(), off+1, got, want[off])
+		}
+	}
+}
