@@ -83,3 +83,25 @@ func checkDated(t *testing.T, f *fixture, q store.Query, want []int64) {
 		}
 	}
 }
+
+// TestSearchCandidatesMergeInChunks: the candidates of a search of several
+// terms, or of a term with dates, are read from the five status sets a
+// chunk at a time and merged; read in chunks of 4 to 16 members, they
+// still agree with the oracle, in match order, on every page.
+func TestSearchCandidatesMergeInChunks(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			const n = 400
+			all := seeded(t, f, n, rand.New(rand.NewPCG(10, 11)))
+			store.SetSortLimits(t, 30, 1_000_000, 16)
+			mid := all[n/2].CreatedAt
+			for _, q := range []store.Query{
+				{Q: "tee m"}, {Q: "a t"}, {Q: "kbd ada"}, {Q: "grace.hopper@example.com"}, {Q: "t", From: mid.AddDate(0, -2, 0)},
+				{Q: "tee m", Status: store.Delivered}, {Q: "m", Status: store.Pending, From: mid, To: mid.AddDate(0, 1, 0)},
+			} {
+				checkQuery(t, f, q, oracleSearch(all, q))
+			}
+		})
+	}
+}

@@ -164,13 +164,13 @@ func (s *Store) SeedProducts(ctx context.Context, n int) error {
 }
 
 // SetSortLimits lowers the bounds of a dated sort (MaxSortedRange,
-// MaxSortedWalk, and the chunks it reads: at most chunk entries a command,
-// a walk starting with 4) until the test ends, so that a few hundred
+// MaxSortedWalk, and the chunks it reads: at most chunk entries a round
+// trip and half that a command, a walk starting with 4) until the test ends, so that a few hundred
 // orders take the paths a million do.
 func SetSortLimits(t testing.TB, rangeMax, walkMax, chunk int64) {
-	r, w, c, f := sortedRange, sortedWalk, sortChunk, walkFirst
-	sortedRange, sortedWalk, sortChunk, walkFirst = rangeMax, walkMax, chunk, 4
-	t.Cleanup(func() { sortedRange, sortedWalk, sortChunk, walkFirst = r, w, c, f })
+	r, w, m, c, f := sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst
+	sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst = rangeMax, walkMax, max(chunk/2, 1), chunk, 4
+	t.Cleanup(func() { sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst = r, w, m, c, f })
 }
 
 // ScriptNames maps the SHA-1 of each of the list scripts to its name, for
