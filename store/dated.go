@@ -17,20 +17,26 @@ import (
 // two orders at once: the range is a score range of the created index, the
 // order is another index. No sorted set holds both, so such a page is found
 // in one of three ways, each made of many small commands (none reads more
-// than sortCmd entries), never one large script:
+// than sortCmd entries), never one large script. The total is always
+// exact: the created index counts the range.
 //
 //   - A range that holds every order of the status sets read is no filter:
 //     the sort's own page, O(log N + page).
-//   - A range of at most MaxSortedRange orders: their ids by the created
-//     index, their sort keys (ZMSCORE of the sort's index; for the
-//     customer sort each order's name), sorted here. Exact at any page,
-//     O(range).
-//   - A larger range: the sort's index is walked from the page's nearer
-//     end in chunks (each status's set, merged here), each chunk's created
-//     scores read in one ZMSCORE and those outside the range dropped,
-//     until the page is complete. The total is exact (the created index
-//     counts the range); a page that would take more than MaxSortedWalk
-//     index entries to reach is refused (EBROAD) with what to narrow.
+//   - Read whole, a range of at most MaxSortedRange orders: their ids by
+//     the created index, their sort keys (ZMSCORE of the sort's index; for
+//     the customer sort each order's name), sorted here. Any page, O(range).
+//   - Walked: the sort's index is read from the page's nearer end in
+//     chunks (each status's set, merged here), each chunk's created scores
+//     read in one ZMSCORE and those outside the range dropped, until the
+//     page is complete. About (distance from that end) / (the range's
+//     share of the orders) entries, if the range's orders are spread
+//     through the sort, as an estimate says before it starts.
+//
+// The cheaper of the last two is taken. A walk stops at MaxSortedWalk
+// entries (or, for a range that may be read whole, at the range's size,
+// and reads it whole instead); a page of a larger range that the estimate
+// or the walk puts further than that is refused (EBROAD) with what to
+// narrow.
 
 // MaxSortedRange is the largest created-date range whose orders are all
 // read and sorted for another sort; MaxSortedWalk bounds the index entries
@@ -103,19 +109,47 @@ func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep fun
 	if offset >= total {
 		return nil
 	}
+	// What a walk would read, were the range's orders spread evenly
+	// through the sort: the page's distance from its nearer end, over the
+	// range's share of the sets. The cheaper way is taken; a range whose
+	// orders sit further into the sort than that stops the walk at its
+	// bound (the range's size when it may be read whole instead).
+	var all int64
+	for _, c := range cs {
+		all += c.all.Val()
+	}
+	count := min(int64(q.PerPage), total-offset)
+	near := min(offset, total-offset-count) + count
+	estimate := near * all / total
 	var members []string
-	if total <= sortedRange {
+	readWhole := total <= sortedRange && estimate >= total
+	if !readWhole {
+		if total > sortedRange && estimate > sortedWalk {
+			return tooFar(q)
+		}
+		bound := sortedWalk
+		if total <= sortedRange {
+			bound = total
+		}
+		var done bool
+		members, done, err = s.walkSorted(ctx, q, sts, loF, hiF, offset, total, bound)
+		if err != nil {
+			return err
+		}
+		if !done && total > sortedRange {
+			return tooFar(q)
+		}
+		readWhole = !done
+	}
+	if readWhole {
 		before := make([]int64, len(sts))
 		in := make([]int64, len(sts))
 		for i, c := range cs {
 			before[i], in[i] = c.before.Val(), c.in.Val()
 		}
-		members, err = s.sortRange(ctx, q, sts, before, in, offset)
-	} else {
-		members, err = s.walkSorted(ctx, q, sts, loF, hiF, offset, total)
-	}
-	if err != nil {
-		return err
+		if members, err = s.sortRange(ctx, q, sts, before, in, offset); err != nil {
+			return err
+		}
 	}
 	lex := q.Sort.Field() == "customer"
 	var lexMembers []string
@@ -240,12 +274,12 @@ type sortWalker struct {
 	rangeCmds []*redis.ZSliceCmd
 }
 
-// walkSorted returns the members of the page at offset of a large created
-// range (total orders) in q's sort: the status sets of the sort are walked
-// from the end nearer the page, merged, and kept when their order's
-// created score is in [lo, hi]. It reads at most MaxSortedWalk entries,
-// and refuses (EBROAD) a page further than that.
-func (s *Store) walkSorted(ctx context.Context, q Query, sts []Status, lo, hi float64, offset, total int64) ([]string, error) {
+// walkSorted returns the members of the page at offset of a created range
+// (total orders) in q's sort: the status sets of the sort are walked from
+// the end nearer the page, merged, and kept when their order's created
+// score is in [lo, hi]. It reads at most bound entries, and reports false
+// (with no page) when the page lies further than that.
+func (s *Store) walkSorted(ctx context.Context, q Query, sts []Status, lo, hi float64, offset, total, bound int64) ([]string, bool, error) {
 	count := min(int64(q.PerPage), total-offset)
 	asc := !q.Sort.Desc()
 	flip := offset*2 > total
@@ -300,17 +334,17 @@ func (s *Store) walkSorted(ctx context.Context, q Query, sts []Status, lo, hi fl
 		for _, w := range behind {
 			examined += w.chunk
 		}
-		if examined > sortedWalk {
-			return nil, tooFar(q)
+		if examined > bound {
+			return nil, false, nil
 		}
 		if err := s.walkStep(ctx, behind, asc, lo, hi); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if flip {
 		slices.Reverse(page)
 	}
-	return page, nil
+	return page, true, nil
 }
 
 // walkStep reads the next chunk of each walker (one round trip, commands

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -102,6 +103,42 @@ func TestSearchCandidatesMergeInChunks(t *testing.T) {
 			} {
 				checkQuery(t, f, q, oracleSearch(all, q))
 			}
+		})
+	}
+}
+
+// TestDatedSortRefusesAPageTooFarToFind: a page of a large created range
+// in another sort that lies further into the sort than the walk may read
+// is refused at once as too broad (EBROAD, a 400), with words on what to
+// narrow; the pages near either end of the same range are answered, and
+// so is every page of a narrower one.
+func TestDatedSortRefusesAPageTooFarToFind(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			const n = 600
+			all := seeded(t, f, n, rand.New(rand.NewPCG(12, 13)))
+			// A range of more than 20 orders is walked, 60 entries at most.
+			store.SetSortLimits(t, 20, 60, 16)
+			mid := all[n/2].CreatedAt
+			q := store.Query{Sort: store.SortTotalDesc, From: mid.AddDate(0, -1, 0), To: mid.AddDate(0, 1, 0), PerPage: 1}
+			want := oracleSorted(all, q)
+			if len(want) < 60 {
+				t.Fatalf("the range holds %d orders: too few to be far", len(want))
+			}
+			for _, page := range []int{1, 2, len(want) - 1, len(want)} {
+				q.Page = page
+				if got := ids(f.list(t, q)); len(got) != 1 || got[0] != want[page-1] {
+					t.Errorf("page %d of %d: got %v, want %d", page, len(want), got, want[page-1])
+				}
+			}
+			q.Page = len(want) / 2
+			_, err := f.s.List(context.Background(), q)
+			if store.ErrorCode(err) != store.EBROAD || !strings.Contains(err.Error(), "narrow the dates") {
+				t.Errorf("the middle page of %d: %v, want EBROAD saying to narrow the dates", len(want), err)
+			}
+			narrow := store.Query{Sort: store.SortTotalDesc, From: mid, To: mid.AddDate(0, 0, 3), PerPage: 1}
+			checkDated(t, f, narrow, oracleSorted(all, narrow))
 		})
 	}
 }
