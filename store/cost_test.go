@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"fmt"
 	"os"
 	"os/exec"
@@ -350,11 +349,18 @@ func slowCommand(v any) string {
 		if i == 1 && len(parts) > 0 {
 			switch strings.ToLower(parts[0]) {
 			case "eval":
-				s = fmt.Sprintf("%x", sha1.Sum([]byte(s)))
-				fallthrough
+				// SLOWLOG keeps the first 128 bytes of a script: its hash
+				// cannot be taken, its start is compared.
+				for _, sc := range store.ScriptNames() {
+					if strings.HasPrefix(sc.Source, strings.TrimSuffix(s[:min(len(s), 100)], "...")) {
+						s = sc.Name
+					}
+				}
 			case "evalsha":
-				if name, ok := store.ScriptNames()[s]; ok {
-					s = name
+				for hash, sc := range store.ScriptNames() {
+					if hash == s {
+						s = sc.Name
+					}
 				}
 			}
 		}

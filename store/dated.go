@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ import (
 // read and sorted for another sort; MaxSortedWalk bounds the index entries
 // a larger range may walk to reach its page.
 const (
-	MaxSortedRange = 50_000
+	MaxSortedRange = 100_000
 	MaxSortedWalk  = 100_000
 )
 
@@ -292,6 +293,26 @@ func (s *Store) walkSorted(ctx context.Context, q Query, sts []Status, lo, hi fl
 	for i, st := range sts {
 		keys, lex := s.sortKeys(q.Sort, st)
 		ws[i] = &sortWalker{st: st, key: keys[0], lex: lex, chunk: min(max(2*count, walkFirst), sortChunk)}
+	}
+	if q.Sort.Field() == "updated" && asc && !math.IsInf(lo, -1) {
+		// An order is updated when or after it is created: one created on
+		// or after lo was updated then too, and the walk up the updated
+		// sets starts there. (A day earlier: the clocks of the instances
+		// that created and updated an order may differ by a little.)
+		from := scoreArg(lo-float64(int64(24*3600)<<21), true)
+		skips := make([]*redis.IntCmd, len(ws))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, w := range ws {
+				skips[i] = p.ZCount(ctx, w.key, "-inf", from)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, false, wrap(err)
+		}
+		for i, w := range ws {
+			w.pos = skips[i].Val()
+		}
 	}
 	// before says a comes before b in the walk.
 	before := func(a, b sortEntry) bool {

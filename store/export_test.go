@@ -173,8 +173,15 @@ func SetSortLimits(t testing.TB, rangeMax, walkMax, chunk int64) {
 	t.Cleanup(func() { sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst = r, w, m, c, f })
 }
 
-// ScriptNames maps the SHA-1 of each of the list scripts to its name, for
-// naming them in SLOWLOG's entries.
-func ScriptNames() map[string]string {
-	return map[string]string{mergeScript.Hash(): "mergeScript", pageScript.Hash(): "pageScript", unionScript.Hash(): "unionScript"}
+// ScriptSource is a list script's name and source.
+type ScriptSource struct{ Name, Source string }
+
+// ScriptNames maps the SHA-1 of each of the list scripts to its name and
+// source, for naming them in SLOWLOG's entries.
+func ScriptNames() map[string]ScriptSource {
+	return map[string]ScriptSource{
+		mergeScript.Hash(): {"mergeScript", mergeSource},
+		pageScript.Hash():  {"pageScript", pageSource},
+		unionScript.Hash(): {"unionScript", unionSource},
+	}
 }

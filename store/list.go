@@ -288,7 +288,10 @@ func (s *Store) sortKeys(sort Sort, st Status) (keys []string, lex bool) {
 // {total, "search", l, h}: the caller calls again with them (merged), so
 // that no call runs long, on the embedded store either (its ZCOUNT sorts
 // the whole set).
-var mergeScript = redis.NewScript(`
+var mergeScript = redis.NewScript(mergeSource)
+
+// mergeSource is mergeScript's Lua.
+const mergeSource = `
 local off, cnt, desc = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local lo, hi, g = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local steps = tonumber(ARGV[9])
@@ -376,7 +379,7 @@ else
   for i = 1, #page do out[#out + 1] = page[i] end
 end
 return out
-`)
+`
 
 // mergeSteps is how many steps of its binary search one call of
 // mergeScript takes: 8 steps are 40 ZCOUNTs, well under a millisecond on

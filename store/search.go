@@ -322,7 +322,10 @@ func lexRange(t string) (lo, hi string) { return "[" + t, "(" + t + "\xff" }
 // range and a_j its rank in the range, a_j - j members that count come
 // before d_j; that grows with j, so a binary search finds how many dups lie
 // before the page's first member, which then sits at rank offset + that.
-var pageScript = redis.NewScript(`
+var pageScript = redis.NewScript(pageSource)
+
+// pageSource is pageScript's Lua.
+const pageSource = `
 local w, d = KEYS[1], KEYS[2]
 local lo, hi = ARGV[1], ARGV[2]
 local off, cnt = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -356,7 +359,7 @@ while #out <= cnt and pos < stop do
   pos = pos + #batch
 end
 return out
-`)
+`
 
 // unionScript is pageScript over several statuses' sets: KEYS the n term
 // sets, then their n dup sets; ARGV lo, hi, offset, count. It answers the
@@ -373,7 +376,10 @@ return out
 // page of more than 256 (the candidates of a search of several terms) also
 // ends at the member after it, found the same way, so that each set is read
 // only as far as the union needs.
-var unionScript = redis.NewScript(`
+var unionScript = redis.NewScript(unionSource)
+
+// unionSource is unionScript's Lua.
+const unionSource = `
 local n = #KEYS / 2
 local lo, hi = ARGV[1], ARGV[2]
 local off, cnt = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -464,7 +470,7 @@ for t = 1, n do
   for _, m in ipairs(got) do out[#out + 1] = m end
 end
 return out
-`)
+`
 
 // pageCmd queues the script that answers one page of the orders matching
 // one term of at most dupDepth bytes in status st (every status when
