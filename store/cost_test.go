@@ -26,13 +26,6 @@ import (
 // it at a million), TestEmbeddedStoreAnswersEveryQuery on the embedded
 // store at 20,000.
 
-// costShape is one query the lists allow, at one page.
-type costShape struct {
-	name    string
-	order   *store.Query
-	product *store.ProductQuery
-}
-
 // costPage is a page of a query to try: a number, or one found from the
 // query's total ("middle", "last").
 type costPage struct {
@@ -93,8 +86,6 @@ func costQueries(now time.Time) (orders []store.Query, products []store.ProductQ
 	}
 	return orders, products
 }
-
-func (q costShape) String() string { return q.name }
 
 func orderShapeName(q store.Query) string {
 	var parts []string
