@@ -123,6 +123,21 @@ func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep fun
 	near := min(offset, total-offset-count) + count
 	estimate := near * all / total
 	var members []string
+	if outside := all - total; outside <= sortedRange && outside < estimate && (outside < total || total > sortedRange) {
+		// Few orders outside the range: the sort's own page, less them.
+		spans := make([]createdSpan, 0, 2*len(sts))
+		for i, c := range cs {
+			after := c.before.Val() + c.in.Val()
+			spans = append(spans, createdSpan{sts[i], 0, c.before.Val()}, createdSpan{sts[i], after, c.all.Val() - after})
+		}
+		var done bool
+		if members, done, err = s.sortedBesides(ctx, q, sts, spans, offset, count); err != nil {
+			return err
+		}
+		if done {
+			return s.loadPage(ctx, q, members, keep, out)
+		}
+	}
 	readWhole := total <= sortedRange && estimate >= total
 	if !readWhole {
 		if total > sortedRange && estimate > sortedWalk {
@@ -143,40 +158,164 @@ func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep fun
 		readWhole = !done
 	}
 	if readWhole {
-		before := make([]int64, len(sts))
-		in := make([]int64, len(sts))
+		spans := make([]createdSpan, len(sts))
 		for i, c := range cs {
-			before[i], in[i] = c.before.Val(), c.in.Val()
+			spans[i] = createdSpan{sts[i], c.before.Val(), c.in.Val()}
 		}
-		if members, err = s.sortRange(ctx, q, sts, before, in, offset); err != nil {
+		if members, err = s.sortRange(ctx, q, spans, offset); err != nil {
 			return err
 		}
 	}
+	return s.loadPage(ctx, q, members, keep, out)
+}
+
+// loadPage reads the orders of a page of q's sort index's members.
+func (s *Store) loadPage(ctx context.Context, q Query, members []string, keep func(*Order) bool, out *Page) error {
 	lex := q.Sort.Field() == "customer"
 	var lexMembers []string
 	if lex {
 		lexMembers = members
 	}
+	var err error
 	out.Orders, err = s.loadMany(ctx, sortedIDs(members, lex), lexMembers, q.Items, keep)
 	return err
 }
 
-// sortRange reads every order of a small created range (in[i] orders of
-// status sts[i], after before[i] others in its created set) with its sort
-// key, sorts them as the sort's index would, and returns the page's
-// members of that index. Two or three rounds of pipelined commands, none
-// reading more than sortCmd entries.
-func (s *Store) sortRange(ctx context.Context, q Query, sts []Status, before, in []int64, offset int64) ([]string, error) {
+// sortedBesides returns the members of the page at offset (count of them)
+// of a range that leaves out the orders of spans (few): the excluded
+// orders' places in the sort (spanEntries), where they fall among the
+// sort's own pages (a binary search over them, each probe one ZRANK, or in
+// all statuses one ZRANK and four ZCOUNTs), then the sort's own page that
+// holds the range's page and the excluded orders within it, less those.
+// It reports false when that page would be longer than sortCmd entries.
+func (s *Store) sortedBesides(ctx context.Context, q Query, sts []Status, spans []createdSpan, offset, count int64) ([]string, bool, error) {
+	ex, err := s.spanEntries(ctx, q, spans)
+	if err != nil {
+		return nil, false, err
+	}
+	keys, _ := s.sortKeys(q.Sort, q.Status)
+	desc := q.Sort.Desc()
+	// place is where e stands in the sort's own order (all statuses).
+	place := func(e sortEntry) (int64, error) {
+		var cmds []*redis.IntCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if len(keys) == 1 {
+				if desc {
+					cmds = append(cmds, p.ZRevRank(ctx, keys[0], e.member))
+				} else {
+					cmds = append(cmds, p.ZRank(ctx, keys[0], e.member))
+				}
+				return nil
+			}
+			for _, k := range keys {
+				if desc {
+					cmds = append(cmds, p.ZCount(ctx, k, scoreArg(e.score, true), "+inf"))
+				} else {
+					cmds = append(cmds, p.ZCount(ctx, k, "-inf", scoreArg(e.score, true)))
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, wrap(err)
+		}
+		var n int64
+		for _, c := range cmds {
+			n += c.Val()
+		}
+		return n, nil
+	}
+	// before(m) is how many excluded orders come before the range's m-th:
+	// the first i whose place, less the i excluded before it, exceeds m.
+	before := func(m int64) (int64, error) {
+		lo, hi := 0, len(ex)
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			at, err := place(ex[mid])
+			if err != nil {
+				return 0, err
+			}
+			if at-int64(mid) <= m {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		return int64(lo), nil
+	}
+	first, err := before(offset)
+	if err != nil {
+		return nil, false, err
+	}
+	last, err := before(offset + count - 1)
+	if err != nil {
+		return nil, false, err
+	}
+	window := count + last - first
+	if window > sortCmd {
+		return nil, false, nil
+	}
+	all := math.Inf(1)
+	var members []string
+	if len(keys) > 1 {
+		_, members, err = s.merged(ctx, keys, q.Sort, offset+first, window, -all, all)
+	} else {
+		_, members, err = s.ranked(ctx, keys[0], offset+first, window, desc, -all, all)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := map[string]bool{}
+	for _, e := range ex {
+		out[e.member] = true
+	}
+	page := make([]string, 0, count)
+	for _, m := range members {
+		if !out[m] && int64(len(page)) < count {
+			page = append(page, m)
+		}
+	}
+	return page, true, nil
+}
+
+// createdSpan is a run of ranks of one status's created set: n orders
+// from rank start.
+type createdSpan struct {
+	st       Status
+	start, n int64
+}
+
+// sortRange reads every order of a small created range (spans) with its
+// sort key, sorts them as the sort's index would, and returns the page's
+// members of that index.
+func (s *Store) sortRange(ctx context.Context, q Query, spans []createdSpan, offset int64) ([]string, error) {
+	entries, err := s.spanEntries(ctx, q, spans)
+	if err != nil {
+		return nil, err
+	}
+	lo := min(offset, int64(len(entries)))
+	page := entries[lo:min(lo+int64(q.PerPage), int64(len(entries)))]
+	members := make([]string, len(page))
+	for i, e := range page {
+		members[i] = e.member
+	}
+	return members, nil
+}
+
+// spanEntries reads the orders of spans of the created sets with their
+// place in q's sort, sorted as the sort orders them. Two or three rounds
+// of pipelined commands, none reading more than sortCmd entries.
+func (s *Store) spanEntries(ctx context.Context, q Query, spans []createdSpan) ([]sortEntry, error) {
 	type chunk struct {
 		st  Status
 		ids *redis.StringSliceCmd
 	}
 	var chunks []chunk
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, st := range sts {
-			for r := int64(0); r < in[i]; r += sortCmd {
-				start := before[i] + r
-				chunks = append(chunks, chunk{st, p.ZRange(ctx, s.idIndex(st), start, start+min(sortCmd, in[i]-r)-1)})
+		for _, sp := range spans {
+			for r := int64(0); r < sp.n; r += sortCmd {
+				start := sp.start + r
+				chunks = append(chunks, chunk{sp.st, p.ZRange(ctx, s.idIndex(sp.st), start, start+min(sortCmd, sp.n-r)-1)})
 			}
 		}
 		return nil
@@ -251,13 +390,7 @@ func (s *Store) sortRange(ctx context.Context, q Query, sts []Status, before, in
 		}
 		return c
 	})
-	lo := min(offset, int64(len(entries)))
-	page := entries[lo:min(lo+int64(q.PerPage), int64(len(entries)))]
-	members := make([]string, len(page))
-	for i, e := range page {
-		members[i] = e.member
-	}
-	return members, nil
+	return entries, nil
 }
 
 // sortWalker walks one status's set of a sort in chunks, keeping the
