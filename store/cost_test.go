@@ -43,7 +43,8 @@ var costPages = []costPage{
 
 // costQueries lists the query shapes whose pages are tried: every sort in
 // every status filter (all and one) with each kind of date range (none,
-// open at one end, a day, a week, a month, the oldest month), searches of
+// open at one end, a day, a week, a month, the oldest month, the last
+// eight months), searches of
 // each kind (a word, one letter, a SKU, a long email, an id, two and three
 // terms, nothing) with and without a status and a date range, and the
 // product list's sorts, filters and searches. Dates are relative to now,
@@ -58,6 +59,7 @@ func costQueries(now time.Time) (orders []store.Query, products []store.ProductQ
 		{from: day.AddDate(0, -6, 0), to: day.AddDate(0, -6, 6)},
 		{from: day.AddDate(0, -6, 0), to: day.AddDate(0, -5, 0)},
 		{from: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), to: day.AddDate(0, -11, 0)},
+		{from: day.AddDate(0, -8, 0)},
 	}
 	for _, sort := range store.Sorts {
 		for _, st := range []store.Status{"", store.Shipped} {
@@ -223,8 +225,16 @@ func TestNoQueryHoldsRedisFor50ms(t *testing.T) {
 	bound := 50 * time.Millisecond
 
 	port := testutil.ClusterPort(t, map[int]bool{})
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--slowlog-log-slower-than", strconv.Itoa(int(logOver/time.Microsecond)), "--slowlog-max-len", "100000")
+	args := []string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--slowlog-log-slower-than", strconv.Itoa(int(logOver / time.Microsecond)), "--slowlog-max-len", "100000"}
+	if _, err := exec.LookPath("nice"); err == nil {
+		// SLOWLOG times a command by the wall clock: on a machine busy with
+		// other work, a command whose process waits for a core looks slow.
+		// Ahead of the other processes when allowed (root); nice runs it
+		// at the usual priority otherwise.
+		args = append([]string{"nice", "-n", "-10"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

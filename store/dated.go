@@ -17,7 +17,7 @@ import (
 // A created-date range with the customer, updated or total sort asks for
 // two orders at once: the range is a score range of the created index, the
 // order is another index. No sorted set holds both, so such a page is found
-// in one of three ways, each made of many small commands (none reads more
+// in one of four ways, each made of many small commands (none reads more
 // than sortCmd entries), never one large script. The total is always
 // exact: the created index counts the range.
 //
@@ -26,6 +26,8 @@ import (
 //   - Read whole, a range of at most MaxSortedRange orders: their ids by
 //     the created index, their sort keys (ZMSCORE of the sort's index; for
 //     the customer sort each order's name), sorted here. Any page, O(range).
+//   - Less a few: a range that leaves out at most MaxSortedRange orders
+//     is the sort's own page less them (sortedBesides).
 //   - Walked: the sort's index is read from the page's nearer end in
 //     chunks (each status's set, merged here), each chunk's created scores
 //     read in one ZMSCORE and those outside the range dropped, until the
@@ -33,7 +35,7 @@ import (
 //     share of the orders) entries, if the range's orders are spread
 //     through the sort, as an estimate says before it starts.
 //
-// The cheaper of the last two is taken. A walk stops at MaxSortedWalk
+// The cheapest of the last three is taken. A walk stops at MaxSortedWalk
 // entries (or, for a range that may be read whole, at the range's size,
 // and reads it whole instead); a page of a larger range that the estimate
 // or the walk puts further than that is refused (EBROAD) with what to
