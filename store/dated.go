@@ -133,7 +133,7 @@ func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep fun
 			spans = append(spans, createdSpan{sts[i], 0, c.before.Val()}, createdSpan{sts[i], after, c.all.Val() - after})
 		}
 		var done bool
-		if members, done, err = s.sortedBesides(ctx, q, sts, spans, offset, count); err != nil {
+		if members, done, err = s.sortedBesides(ctx, q, spans, offset, count); err != nil {
 			return err
 		}
 		if done {
@@ -190,7 +190,7 @@ func (s *Store) loadPage(ctx context.Context, q Query, members []string, keep fu
 // all statuses one ZRANK and four ZCOUNTs), then the sort's own page that
 // holds the range's page and the excluded orders within it, less those.
 // It reports false when that page would be longer than sortCmd entries.
-func (s *Store) sortedBesides(ctx context.Context, q Query, sts []Status, spans []createdSpan, offset, count int64) ([]string, bool, error) {
+func (s *Store) sortedBesides(ctx context.Context, q Query, spans []createdSpan, offset, count int64) ([]string, bool, error) {
 	ex, err := s.spanEntries(ctx, q, spans)
 	if err != nil {
 		return nil, false, err
