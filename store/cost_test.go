@@ -23,8 +23,8 @@ import (
 // (EBROAD, a 400 saying what to narrow), never answered 503 after the work.
 // TestNoQueryHoldsRedisFor50ms checks that on a redis-server of its own at
 // 100,000 orders (ORDERS_COST_ORDERS changes the size: docs/slowlog.sh runs
-// it at a million), TestEveryQueryIsAnsweredOnTheEmbeddedStore on the embedded
-// store at 20,000.
+// it at a million), TestEveryQueryIsAnsweredOnTheEmbeddedStore on the
+// embedded store at 20,000.
 
 // costPage is a page of a query to try: a number, or one found from the
 // query's total ("middle", "last").
@@ -304,9 +304,10 @@ func TestNoQueryHoldsRedisFor50ms(t *testing.T) {
 	}
 }
 
-// TestEveryQueryIsAnsweredOnTheEmbeddedStore runs every page of every query shape
-// against the embedded store (miniredis, whose sorted-set reads sort the
-// whole set each time) at 20,000 orders with the application's deadlines:
+// TestEveryQueryIsAnsweredOnTheEmbeddedStore runs every page of every
+// query shape against the embedded store (miniredis, whose sorted-set
+// reads sort the whole set each time) at 20,000 orders with the
+// application's deadlines:
 // each is answered, or refused with EBROAD (a 400), never EUNAVAILABLE
 // (a 503). The slowest are printed as figures.
 func TestEveryQueryIsAnsweredOnTheEmbeddedStore(t *testing.T) {
