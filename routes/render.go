@@ -241,6 +241,9 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 			status, msg, current = fiber.StatusConflict, se.Message, se.Current
 		case store.EPRECONDITION:
 			status, msg, current = fiber.StatusPreconditionFailed, se.Message, se.Current
+		case store.EBROAD:
+			// A query too costly to answer: the message says what to narrow.
+			status, msg = fiber.StatusBadRequest, se.Message
 		case store.EUNAVAILABLE:
 			status, msg = fiber.StatusServiceUnavailable, se.Message
 			c.Set(fiber.HeaderRetryAfter, "1")

@@ -2,9 +2,14 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A test-only kind that keeps to one slot and claims a unique code, so the
@@ -121,4 +126,62 @@ func uncovered[T any](s *Store, k *kind[T], r *T) []string {
 		out = append(out, e.Key)
 	}
 	return out
+}
+
+// SeedProducts writes n products straight into the store, as Seed writes
+// orders (hashes, claims and index entries in large pipelines, not the
+// write path): a large catalogue for the cost tests in seconds. Their SKUs
+// are "<word>-<number>", their names two words and the number; one in ten
+// is inactive.
+func (s *Store) SeedProducts(ctx context.Context, n int) error {
+	words := []string{"mug", "tee", "cotton", "notebook", "pen", "bag", "cap", "sticker", "bottle", "cable",
+		"lamp", "keyboard", "enamel", "steel", "canvas", "blue", "red", "green", "large", "small"}
+	last, err := s.rdb.IncrBy(ctx, s.prefix+"seq:{p}", int64(n)).Result()
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	for start := last - int64(n) + 1; start <= last; start += 1000 {
+		p := s.rdb.Pipeline()
+		for id := start; id <= min(start+999, last); id++ {
+			i := int(id)
+			pr := &Product{ID: id, SKU: fmt.Sprintf("%s-%05d", words[i%len(words)], i), Currency: "USD",
+				Name:      fmt.Sprintf("%s %s %d", words[(i/7)%len(words)], words[(i/3)%len(words)], i),
+				UnitPrice: Money(100 + i%10000), Active: i%10 != 0, Version: 1,
+				CreatedAt: now.Add(-time.Duration(last-id) * time.Minute)}
+			pr.UpdatedAt = pr.CreatedAt
+			p.HSet(ctx, productKind.key(s, id), encodeProduct(pr)...)
+			p.Set(ctx, s.skuClaim(pr.SKU), id, 0)
+			for _, e := range s.productEntries(pr) {
+				p.ZAdd(ctx, e.Key, redis.Z{Score: e.Score, Member: e.Member})
+			}
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetSortLimits lowers the bounds of a dated sort (MaxSortedRange,
+// MaxSortedWalk, and the chunks it reads: at most chunk entries a round
+// trip and half that a command, a walk starting with 4) until the test ends, so that a few hundred
+// orders take the paths a million do.
+func SetSortLimits(t testing.TB, rangeMax, walkMax, chunk int64) {
+	r, w, m, c, f := sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst
+	sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst = rangeMax, walkMax, max(chunk/2, 1), chunk, 4
+	t.Cleanup(func() { sortedRange, sortedWalk, sortCmd, sortChunk, walkFirst = r, w, m, c, f })
+}
+
+// ScriptSource is a list script's name and source.
+type ScriptSource struct{ Name, Source string }
+
+// ScriptNames maps the SHA-1 of each of the list scripts to its name and
+// source, for naming them in SLOWLOG's entries.
+func ScriptNames() map[string]ScriptSource {
+	return map[string]ScriptSource{
+		mergeScript.Hash(): {"mergeScript", mergeSource},
+		pageScript.Hash():  {"pageScript", pageSource},
+		unionScript.Hash(): {"unionScript", unionSource},
+	}
 }

@@ -192,19 +192,9 @@ func (s *Store) productTermCount(ctx context.Context, t, part string) (int64, er
 }
 
 // productCandidates are up to MaxCandidates products of a part matching
-// term t in match order, each once, and whether there are more.
+// term t in match order, each once, and whether there may be more.
 func (s *Store) productCandidates(ctx context.Context, t, part string) ([]int64, bool, error) {
-	lo, hi := lexRange(t)
-	ms, err := s.rdb.ZRangeByLex(ctx, s.productTermSet(t, part), &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates}).Result()
-	if err != nil {
-		return nil, false, wrap(err)
-	}
-	more := len(ms) == 2*MaxCandidates
-	ids := idsOnce(ms)
-	if len(ids) > MaxCandidates {
-		ids, more = ids[:MaxCandidates], true
-	}
-	return ids, more, nil
+	return s.lexCandidates(ctx, []string{s.productTermSet(t, part)}, t, MaxCandidates)
 }
 
 // loadProducts reads products in one pipelined round trip, in order,

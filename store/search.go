@@ -312,19 +312,6 @@ func pinPage(members []string, total, offset, count int64, digits bool, exact in
 	return members[:min(int64(len(members)), want)], total
 }
 
-// idsOnce reads the ids of term members, each once, in order.
-func idsOnce(members []string) []int64 {
-	ids := make([]int64, 0, len(members))
-	seen := make(map[int64]bool, len(members))
-	for _, m := range members {
-		if id, ok := memberID(m); ok && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
 // lexRange is the term-index range of the members starting with t.
 func lexRange(t string) (lo, hi string) { return "[" + t, "(" + t + "\xff" }
 
@@ -335,7 +322,10 @@ func lexRange(t string) (lo, hi string) { return "[" + t, "(" + t + "\xff" }
 // range and a_j its rank in the range, a_j - j members that count come
 // before d_j; that grows with j, so a binary search finds how many dups lie
 // before the page's first member, which then sits at rank offset + that.
-var pageScript = redis.NewScript(`
+var pageScript = redis.NewScript(pageSource)
+
+// pageSource is pageScript's Lua.
+const pageSource = `
 local w, d = KEYS[1], KEYS[2]
 local lo, hi = ARGV[1], ARGV[2]
 local off, cnt = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -369,7 +359,7 @@ while #out <= cnt and pos < stop do
   pos = pos + #batch
 end
 return out
-`)
+`
 
 // unionScript is pageScript over several statuses' sets: KEYS the n term
 // sets, then their n dup sets; ARGV lo, hi, offset, count. It answers the
@@ -386,7 +376,10 @@ return out
 // page of more than 256 (the candidates of a search of several terms) also
 // ends at the member after it, found the same way, so that each set is read
 // only as far as the union needs.
-var unionScript = redis.NewScript(`
+var unionScript = redis.NewScript(unionSource)
+
+// unionSource is unionScript's Lua.
+const unionSource = `
 local n = #KEYS / 2
 local lo, hi = ARGV[1], ARGV[2]
 local off, cnt = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -477,7 +470,7 @@ for t = 1, n do
   for _, m in ipairs(got) do out[#out + 1] = m end
 end
 return out
-`)
+`
 
 // pageCmd queues the script that answers one page of the orders matching
 // one term of at most dupDepth bytes in status st (every status when
@@ -492,13 +485,6 @@ func (s *Store) pageCmd(ctx context.Context, p redis.Scripter, t string, st Stat
 	}
 	cmd := unionScript.Eval(ctx, p, keys, lo, hi, offset, count)
 	return func() (int64, []string, error) { return unionPage(cmd, count) }
-}
-
-// searchPage returns the total and the members of one page of the orders
-// matching one term of at most dupDepth bytes in status st.
-func (s *Store) searchPage(ctx context.Context, t string, st Status, offset, count int64) (int64, []string, error) {
-	read := s.pageCmd(ctx, s.rdb, t, st, offset, count)
-	return read()
 }
 
 // unionPage reads unionScript's answer: the sets' members merged in match
@@ -586,41 +572,84 @@ func (s *Store) termCounts(ctx context.Context, terms []string, st Status) ([]in
 
 // termCandidates returns, in match order and each once, up to
 // MaxCandidates orders in status st (every status when empty) matching
-// term t, and whether there are more: one round trip.
+// term t, and whether there may be more (lexCandidates).
 func (s *Store) termCandidates(ctx context.Context, t string, st Status) ([]int64, bool, error) {
-	var members []string
-	more := false
-	if len(t) <= dupDepth {
-		total, ms, err := s.searchPage(ctx, t, st, 0, MaxCandidates)
-		if err != nil {
-			return nil, false, err
+	sets := s.termSets(t, st)
+	return s.lexCandidates(ctx, sets[:len(sets)/2], t, MaxCandidates)
+}
+
+// lexCandidates returns, in match order (by member) and each once, up to
+// limit ids of the members starting with t of the term sets sets, and
+// whether there may be more. The sets are read in chunks (ZRANGEBYLEX,
+// at most sortChunk members each, the first walkFirst) and merged here,
+// each set read only as far as the merge needs it: a few round trips, no
+// command that reads more than a chunk, on every store (the embedded one
+// sorts a set for each range it reads: one per chunk).
+func (s *Store) lexCandidates(ctx context.Context, sets []string, t string, limit int) ([]int64, bool, error) {
+	lo, hi := lexRange(t)
+	type cursor struct {
+		key, from string
+		chunk     int64
+		kept      []string
+		last      string
+		started   bool
+		done      bool
+		cmd       *redis.StringSliceCmd
+	}
+	cs := make([]*cursor, len(sets))
+	for i, k := range sets {
+		cs[i] = &cursor{key: k, from: lo, chunk: walkFirst}
+	}
+	var ids []int64
+	seen := map[int64]bool{}
+	for len(ids) < limit {
+		var head *cursor
+		for _, c := range cs {
+			if len(c.kept) > 0 && (head == nil || c.kept[0] < head.kept[0]) {
+				head = c
+			}
 		}
-		members, more = ms, total > int64(len(ms))
-	} else {
-		// A long term matches few entries; an order with two of them
-		// (two SKUs sharing the first 17 characters) is read once.
-		lo, hi := lexRange(t)
-		sets := s.termSets(t, st)
-		sets = sets[:len(sets)/2]
-		cmds := make([]*redis.StringSliceCmd, len(sets))
+		var behind []*cursor
+		for _, c := range cs {
+			if !c.done && (head == nil || !c.started || c.last < head.kept[0]) {
+				behind = append(behind, c)
+			}
+		}
+		if len(behind) == 0 {
+			if head == nil {
+				return ids, false, nil
+			}
+			if id, ok := memberID(head.kept[0]); ok && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+			head.kept = head.kept[1:]
+			continue
+		}
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range sets {
-				cmds[i] = p.ZRangeByLex(ctx, k, &redis.ZRangeBy{Min: lo, Max: hi, Count: 2 * MaxCandidates})
+			for _, c := range behind {
+				c.cmd = p.ZRangeByLex(ctx, c.key, &redis.ZRangeBy{Min: c.from, Max: hi, Count: c.chunk})
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, false, wrap(err)
 		}
-		for _, c := range cmds {
-			members = append(members, c.Val()...)
-			more = more || len(c.Val()) == 2*MaxCandidates
+		for _, c := range behind {
+			read := c.cmd.Val()
+			c.started = true
+			c.done = int64(len(read)) < c.chunk
+			c.chunk = min(2*c.chunk, sortChunk)
+			if len(read) > 0 {
+				c.kept = append(c.kept, read...)
+				c.last = read[len(read)-1]
+				c.from = "(" + c.last
+			}
 		}
-		slices.Sort(members)
 	}
-	ids := idsOnce(members)
-	if len(ids) > MaxCandidates {
-		ids, more = ids[:MaxCandidates], true
+	more := false
+	for _, c := range cs {
+		more = more || !c.done || len(c.kept) > 0
 	}
 	return ids, more, nil
 }
