@@ -546,7 +546,7 @@ func (e *Embedded) gate(c *server.Peer, cmd string, args ...string) bool {
 			e.mu.Unlock()
 			if !readOnlyCmd(e.srv, cmd) {
 				ts, known := touchesOf(cmd, args)
-				e.rec.add(e.m.DB(0), ts, known)
+				e.rec.add(nil, ts, known)
 			}
 			return false
 		}

@@ -180,7 +180,10 @@ func (r *recorder) reset(all bool) {
 	r.mu.Unlock()
 }
 
-// add notes touches, before the commands that make them run.
+// add notes touches, before the commands that make them run. db is nil
+// for a command a script runs: miniredis holds its lock then, so what a
+// key held before cannot be read, and a touch that needs it takes the
+// whole key instead.
 func (r *recorder) add(db *miniredis.RedisDB, ts []touch, known bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -191,6 +194,9 @@ func (r *recorder) add(db *miniredis.RedisDB, ts []touch, known bool) {
 		r.keys = map[string]*keyTouch{}
 	}
 	for _, t := range ts {
+		if db == nil && (t.kind == touchZDiff || t.kind == touchStream) {
+			t.kind = touchWhole
+		}
 		kt := r.keys[t.key]
 		if kt == nil {
 			kt = &keyTouch{kind: t.kind}
