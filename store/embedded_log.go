@@ -92,8 +92,11 @@ func parseLog(b []byte) (records [][]byte, good int, err error) {
 type logFile struct {
 	seq  uint64
 	path string
-	f    *os.File
-	size int64 // bytes written (or found at start)
+	f    *os.File // nil once closed (it takes no more records)
+	size int64    // bytes written (or found at start)
+	// sealed is the log position after its last record, once appends
+	// have moved on to a newer file (0 before).
+	sealed int64
 }
 
 // logChunk is bytes appended to one file and not yet written.
@@ -161,17 +164,26 @@ func listLogs(data string) ([]uint64, error) {
 
 func (l *embeddedLog) path(seq uint64) string { return l.base + strconv.FormatUint(seq, 10) }
 
-// openLog starts the log of data appending to file seq (created when
-// missing), of which size bytes are kept.
-func openLog(data string, seq uint64, fatal func(error)) (*embeddedLog, error) {
+// openLog starts the log of data appending to the last of the files seqs
+// (created when missing); the others, older, wait for a snapshot to
+// cover them.
+func openLog(data string, seqs []uint64, fatal func(error)) (*embeddedLog, error) {
 	l := &embeddedLog{base: logBase(data), kick: make(chan struct{}, 1), done: make(chan struct{}), fatal: fatal}
 	l.synced = sync.NewCond(&l.mu)
-	lf, err := l.openFile(seq, false)
+	for _, n := range seqs[:len(seqs)-1] {
+		lf := &logFile{seq: n, path: l.path(n)}
+		if fi, err := os.Stat(lf.path); err == nil {
+			lf.size = fi.Size()
+		}
+		l.files = append(l.files, lf)
+		l.bytes.Add(lf.size)
+	}
+	lf, err := l.openFile(seqs[len(seqs)-1], false)
 	if err != nil {
 		return nil, err
 	}
-	l.files = []*logFile{lf}
-	l.bytes.Store(lf.size)
+	l.files = append(l.files, lf)
+	l.bytes.Add(lf.size)
 	go l.syncer()
 	return l, nil
 }
@@ -293,11 +305,23 @@ func (l *embeddedLog) fail(err error) {
 	l.fatal(err)
 }
 
-// create makes the next log file, for a snapshot to rotate to.
+// create makes the next log file, for a snapshot to rotate to. It first
+// closes the older files that are written to the end (snapshots that
+// keep failing leave one per attempt, and each would hold a descriptor).
 func (l *embeddedLog) create() (*logFile, error) {
 	l.mu.Lock()
 	seq := l.files[len(l.files)-1].seq + 1
+	var done []*logFile
+	for _, lf := range l.files[:len(l.files)-1] {
+		if lf.f != nil && lf.sealed <= l.durable && l.err == nil {
+			done = append(done, lf)
+		}
+	}
 	l.mu.Unlock()
+	for _, lf := range done {
+		lf.f.Close()
+		lf.f = nil // only the syncing goroutine, done with it, wrote to it
+	}
 	return l.openFile(seq, true)
 }
 
@@ -307,6 +331,7 @@ func (l *embeddedLog) create() (*logFile, error) {
 func (l *embeddedLog) rotate(next *logFile) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.files[len(l.files)-1].sealed = l.appended
 	l.files = append(l.files, next)
 	return l.appended
 }
@@ -325,7 +350,9 @@ func (l *embeddedLog) retire(seq uint64, at int64) {
 	}
 	l.mu.Unlock()
 	for _, lf := range gone {
-		lf.f.Close()
+		if lf.f != nil {
+			lf.f.Close()
+		}
 		if err := os.Remove(lf.path); err == nil || errors.Is(err, fs.ErrNotExist) {
 			l.bytes.Add(-lf.size)
 		}
@@ -353,7 +380,9 @@ func (l *embeddedLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, lf := range l.files {
-		lf.f.Close()
+		if lf.f != nil {
+			lf.f.Close()
+		}
 	}
 }
 

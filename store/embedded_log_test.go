@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -347,6 +348,11 @@ func TestEmbeddedSnapshotAndLogAgreeAfterACrashBetweenThem(t *testing.T) {
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+	// The next snapshot covers both: they go.
+	must(t, e3.Snapshot())
+	if after := logFiles(t, path); len(after) != 1 || slices.Contains(logs, after[0]) || after[0] == firstLog[0] {
+		t.Errorf("log files after the next snapshot: %v; want one, newer than %v and %v", after, firstLog, logs)
 	}
 }
 
