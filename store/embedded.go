@@ -344,7 +344,7 @@ func (e *Embedded) load(fatal func(error)) error {
 		ck.item.TTLms = 0
 		e.cache[k] = ck
 	}
-	seqs, replayed, err := e.replayLogs(snap.Log)
+	seqs, ends, replayed, err := e.replayLogs(snap.Log)
 	if err != nil {
 		return err
 	}
@@ -390,7 +390,7 @@ func (e *Embedded) load(fatal func(error)) error {
 	if replayed > 0 {
 		e.dirty.Store(true) // the next snapshot takes them in, and the log goes
 	}
-	e.wal, err = openLog(e.path, seqs, fatal)
+	e.wal, err = openLog(e.path, seqs, ends, fatal)
 	if err != nil {
 		return fmt.Errorf("opening the log %s: %w", logBase(e.path)+strconv.FormatUint(seqs[len(seqs)-1], 10), err)
 	}
@@ -400,13 +400,14 @@ func (e *Embedded) load(fatal func(error)) error {
 // replayLogs applies the log files from first on (older ones are left by
 // a crash after the snapshot that covers them: deleted) to the cache, in
 // order, and returns the files left (the last one to go on appending to,
-// made when there is none) and how many records were applied. A log whose end is cut short (a write never acknowledged)
+// made when there is none), where each one's records end, and how many
+// records were applied. A log whose end is cut short (a write never acknowledged)
 // is cut there, with a warning; damage before intact records, or a
 // missing file between two, is an error.
-func (e *Embedded) replayLogs(first uint64) (live []uint64, replayed int, err error) {
+func (e *Embedded) replayLogs(first uint64) (live []uint64, ends []int64, replayed int, err error) {
 	seqs, err := listLogs(e.path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("listing the logs of %s: %w", e.path, err)
+		return nil, nil, 0, fmt.Errorf("listing the logs of %s: %w", e.path, err)
 	}
 	for _, n := range seqs {
 		if n < first {
@@ -416,57 +417,58 @@ func (e *Embedded) replayLogs(first uint64) (live []uint64, replayed int, err er
 		live = append(live, n)
 	}
 	if len(live) == 0 {
-		return []uint64{max(first, 1)}, 0, nil
+		return []uint64{max(first, 1)}, []int64{0}, 0, nil
 	}
 	for i, n := range live {
 		if i > 0 && n != live[i-1]+1 {
-			return nil, 0, fmt.Errorf("the log %s%d is missing between %d and %d: its writes would be lost; restore it, or move every log of %s aside to start from the snapshot alone",
+			return nil, nil, 0, fmt.Errorf("the log %s%d is missing between %d and %d: its writes would be lost; restore it, or move every log of %s aside to start from the snapshot alone",
 				logBase(e.path), live[i-1]+1, live[i-1], n, e.path)
 		}
 	}
 	if live[0] > first && first > 0 {
-		return nil, 0, fmt.Errorf("the log %s%d, the first after the snapshot %s, is missing: its writes would be lost; restore it, or move every log of %s aside to start from the snapshot alone",
+		return nil, nil, 0, fmt.Errorf("the log %s%d, the first after the snapshot %s, is missing: its writes would be lost; restore it, or move every log of %s aside to start from the snapshot alone",
 			logBase(e.path), first, e.path, e.path)
 	}
 	for i, n := range live {
 		p := logBase(e.path) + strconv.FormatUint(n, 10)
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, 0, fmt.Errorf("reading the log %s: %w", p, err)
+			return nil, nil, 0, fmt.Errorf("reading the log %s: %w", p, err)
 		}
-		records, good, err := parseLog(b)
-		if err == nil && good < len(b) {
+		records, good, torn, err := parseLog(b)
+		if torn {
 			// Cut short: only the newest log with anything in it may be.
 			for _, later := range live[i+1:] {
-				if fi, serr := os.Stat(logBase(e.path) + strconv.FormatUint(later, 10)); serr != nil || fi.Size() > 0 {
+				if lb, rerr := os.ReadFile(logBase(e.path) + strconv.FormatUint(later, 10)); rerr != nil || !allZero(lb) {
 					err = errLogDamaged
 					break
 				}
 			}
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("the log %s is damaged at byte %d, before writes that follow it, so this is not a write cut short by a crash; refusing to start rather than drop them: restore a good copy, or move the log aside to start without its writes", p, good)
+			return nil, nil, 0, fmt.Errorf("the log %s is damaged at byte %d, before writes that follow it, so this is not a write cut short by a crash; refusing to start rather than drop them: restore a good copy, or move the log aside to start without its writes", p, good)
 		}
 		for j, r := range records {
 			var rec logRecord
 			if err := json.Unmarshal(r, &rec); err != nil {
-				return nil, 0, fmt.Errorf("the log %s: record %d (its checksum is right) cannot be read: %v; restore a good copy, or move the log aside to start without its writes", p, j+1, err)
+				return nil, nil, 0, fmt.Errorf("the log %s: record %d (its checksum is right) cannot be read: %v; restore a good copy, or move the log aside to start without its writes", p, j+1, err)
 			}
 			if err := replay(e.cache, rec); err != nil {
-				return nil, 0, fmt.Errorf("the log %s: record %d: %v", p, j+1, err)
+				return nil, nil, 0, fmt.Errorf("the log %s: record %d: %v", p, j+1, err)
 			}
 		}
 		replayed += len(records)
-		if good < len(b) {
+		ends = append(ends, int64(good))
+		if torn {
 			fmt.Fprintf(e.stderr, "orders: WARNING: the log %s ends with a record cut short at byte %d (%d bytes; a write that was never acknowledged): it is skipped; the %d records before it are kept\n",
 				p, good, len(b)-good, len(records))
 			e.log.Warn("the log ends with a record cut short; skipped", "file", p, "at", good, "bytes", len(b)-good, "records_kept", len(records))
 			if err := truncateSync(p, int64(good)); err != nil {
-				return nil, 0, fmt.Errorf("cutting the log %s at its last whole record: %w", p, err)
+				return nil, nil, 0, fmt.Errorf("cutting the log %s at its last whole record: %w", p, err)
 			}
 		}
 	}
-	return live, replayed, nil
+	return live, ends, replayed, nil
 }
 
 // truncateSync cuts a file at size, durably.

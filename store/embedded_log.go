@@ -23,7 +23,12 @@ import (
 // the snapshot is on disk.
 //
 // A record on disk is a frame: 4 bytes of magic, the payload's length and
-// its CRC-32C (4 bytes each, little-endian), then the payload.
+// its CRC-32C (4 bytes each, little-endian), then the payload. A file is
+// made longer ahead of its records, with zeros, a megabyte at a time, and
+// its records overwrite them: making such a write durable needs no change
+// to the file system's own records (fdatasync), so it neither pays for nor
+// waits behind the journal, which other files' writes (the snapshot's
+// megabytes) fill. The zeros after the last record are the file's end.
 
 // logMagic starts every frame, so that a reader can tell a record cut
 // short at the end of a file from damage before intact records.
@@ -32,6 +37,7 @@ var logMagic = [4]byte{'O', 'L', 'G', 1}
 const (
 	logHeader    = 12
 	logMaxRecord = 1 << 30
+	logPrealloc  = 1 << 20
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -64,11 +70,26 @@ func frameAt(b []byte, off int) (payload []byte, n int, ok bool) {
 // errLogDamaged: a log has a damaged record followed by intact ones.
 var errLogDamaged = errors.New("damaged")
 
-// parseLog splits a log file's bytes into its records. A damaged or
+// parseLog splits a log file's bytes into its records; good is where they
+// end. Only zeros after them are the file's end (torn false). A damaged or
 // incomplete frame with no intact frame after it is a write cut short by
-// a crash (never acknowledged): good is where it starts. One followed by
-// an intact frame is damage, errLogDamaged, at good.
-func parseLog(b []byte) (records [][]byte, good int, err error) {
+// a crash (never acknowledged): torn. One followed by an intact frame is
+// damage, errLogDamaged, at good.
+func parseLog(b []byte) (records [][]byte, good int, torn bool, err error) {
+	records, good, err = parseFrames(b)
+	return records, good, err == nil && !allZero(b[good:]), err
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func parseFrames(b []byte) (records [][]byte, good int, err error) {
 	off := 0
 	for off < len(b) {
 		p, n, ok := frameAt(b, off)
@@ -93,7 +114,9 @@ type logFile struct {
 	seq  uint64
 	path string
 	f    *os.File // nil once closed (it takes no more records)
-	size int64    // bytes written (or found at start)
+	size int64    // bytes of records written (or found at start)
+	// zeroed is the file's length: zeros after size.
+	zeroed int64
 	// sealed is the log position after its last record, once appends
 	// have moved on to a newer file (0 before).
 	sealed int64
@@ -107,9 +130,12 @@ type logChunk struct {
 
 // embeddedLog appends records and makes them durable in groups: writers
 // append under the caller's lock (so the log's order is the order the
-// writes ran in), one goroutine writes and fsyncs what has gathered, and
-// each writer waits until its own record is on disk. Writers that arrive
-// during an fsync share the next one.
+// writes ran in), then each waits until its own record is on disk. A
+// writer that finds no one writing the log writes and fsyncs everything
+// appended so far, its own record and those of the writers that came
+// meanwhile; writers that arrive during that fsync share the next one.
+// (No goroutine of its own: handing each group to one cost a wake-up per
+// write, which on a busy machine cost more than the fsync.)
 type embeddedLog struct {
 	base string // <data>.log.
 
@@ -118,14 +144,12 @@ type embeddedLog struct {
 	queue    []logChunk
 	appended int64 // bytes appended since start (a position in every file together)
 	durable  int64 // of which written and fsynced
+	syncing  bool  // a writer is writing and fsyncing the queue it took
 	err      error // the first write or fsync that failed: nothing after is acknowledged
 	closing  bool
 	files    []*logFile // not yet deleted, oldest first; the last one takes appends
 
-	kick chan struct{}
-	done chan struct{}
-	// fatal is called once, from the syncing goroutine, when the log
-	// cannot be written.
+	// fatal is called once, by the writer whose write or fsync failed.
 	fatal func(error)
 
 	fsyncs  atomic.Int64
@@ -165,34 +189,31 @@ func listLogs(data string) ([]uint64, error) {
 func (l *embeddedLog) path(seq uint64) string { return l.base + strconv.FormatUint(seq, 10) }
 
 // openLog starts the log of data appending to the last of the files seqs
-// (created when missing); the others, older, wait for a snapshot to
-// cover them.
-func openLog(data string, seqs []uint64, fatal func(error)) (*embeddedLog, error) {
-	l := &embeddedLog{base: logBase(data), kick: make(chan struct{}, 1), done: make(chan struct{}), fatal: fatal}
+// (created when missing); the others, older, wait for a snapshot to cover
+// them. ends are where each file's records end.
+func openLog(data string, seqs []uint64, ends []int64, fatal func(error)) (*embeddedLog, error) {
+	l := &embeddedLog{base: logBase(data), fatal: fatal}
 	l.synced = sync.NewCond(&l.mu)
-	for _, n := range seqs[:len(seqs)-1] {
-		lf := &logFile{seq: n, path: l.path(n)}
-		if fi, err := os.Stat(lf.path); err == nil {
-			lf.size = fi.Size()
-		}
+	for i, n := range seqs[:len(seqs)-1] {
+		lf := &logFile{seq: n, path: l.path(n), size: ends[i]}
 		l.files = append(l.files, lf)
 		l.bytes.Add(lf.size)
 	}
-	lf, err := l.openFile(seqs[len(seqs)-1], false)
+	lf, err := l.openFile(seqs[len(seqs)-1], ends[len(ends)-1], false)
 	if err != nil {
 		return nil, err
 	}
 	l.files = append(l.files, lf)
 	l.bytes.Add(lf.size)
-	go l.syncer()
 	return l, nil
 }
 
-// openFile opens log file seq for appending, creating it (exclusive: it
-// must not exist, when create is true) and making its name durable.
-func (l *embeddedLog) openFile(seq uint64, create bool) (*logFile, error) {
+// openFile opens log file seq for writing records after its first end
+// bytes, creating it (exclusive: it must not exist, when create is true),
+// with zeros ahead, and making its name and length durable.
+func (l *embeddedLog) openFile(seq uint64, end int64, create bool) (*logFile, error) {
 	p := l.path(seq)
-	flag := os.O_WRONLY | os.O_APPEND | os.O_CREATE
+	flag := os.O_WRONLY | os.O_CREATE
 	if create {
 		flag |= os.O_EXCL
 	}
@@ -205,11 +226,33 @@ func (l *embeddedLog) openFile(seq uint64, create bool) (*logFile, error) {
 		f.Close()
 		return nil, err
 	}
+	lf := &logFile{seq: seq, path: p, f: f, size: end, zeroed: fi.Size()}
+	if err := lf.zeroAhead(0); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &logFile{seq: seq, path: p, f: f, size: fi.Size()}, nil
+	return lf, nil
+}
+
+// zeroAhead makes the file longer, with zeros, when fewer than n bytes
+// follow its records, and makes that durable.
+func (lf *logFile) zeroAhead(n int64) error {
+	if lf.size+n <= lf.zeroed && lf.zeroed > lf.size {
+		return nil
+	}
+	to := lf.size + n + logPrealloc
+	if _, err := lf.f.WriteAt(make([]byte, to-lf.zeroed), lf.zeroed); err != nil {
+		return err
+	}
+	if err := lf.f.Sync(); err != nil {
+		return err
+	}
+	lf.zeroed = to
+	return nil
 }
 
 // syncDir fsyncs a folder, so that a file created or renamed in it stays.
@@ -236,10 +279,6 @@ func (l *embeddedLog) append(payload []byte) int64 {
 	at := l.appended
 	l.mu.Unlock()
 	l.records.Add(1)
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
 	return at
 }
 
@@ -247,59 +286,75 @@ func (l *embeddedLog) append(payload []byte) int64 {
 // log cannot be written it never returns (the write is never answered)
 // until the log is closed.
 func (l *embeddedLog) wait(at int64) {
+	if l.settled(at) {
+		return
+	}
 	l.mu.Lock()
-	for l.durable < at && !(l.err != nil && l.closing) {
+	for !l.closing {
 		l.synced.Wait()
 	}
 	l.mu.Unlock()
 }
 
-// settled returns once every record up to position at is on disk or the
-// log has failed (then false).
+// settled returns once every record up to position at is on disk (true)
+// or the log has failed (false). A caller that finds no one writing the
+// log writes it.
 func (l *embeddedLog) settled(at int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.durable < at && l.err == nil {
-		l.synced.Wait()
+		if l.syncing {
+			l.synced.Wait()
+			continue
+		}
+		l.syncing = true
+		queue, target := l.queue, l.appended
+		l.queue = nil
+		l.mu.Unlock()
+		err := l.writeOut(queue)
+		l.mu.Lock()
+		l.syncing = false
+		if err != nil {
+			l.err = err
+			l.synced.Broadcast()
+			l.mu.Unlock()
+			l.fatal(err)
+			l.mu.Lock()
+			break
+		}
+		l.durable = target
+		l.synced.Broadcast()
 	}
 	return l.err == nil
 }
 
-// syncer writes and fsyncs what was appended, a group at a time.
-func (l *embeddedLog) syncer() {
-	defer close(l.done)
-	for {
-		<-l.kick
-		l.mu.Lock()
-		queue, at, closing := l.queue, l.appended, l.closing
-		l.queue = nil
-		l.mu.Unlock()
-		for _, c := range queue {
-			if _, err := c.file.f.Write(c.b); err != nil {
-				l.fail(fmt.Errorf("writing the log %s: %w", c.file.path, err))
-				return
-			}
-			c.file.size += int64(len(c.b))
-			l.bytes.Add(int64(len(c.b)))
-			if err := c.file.f.Sync(); err != nil {
-				l.fail(fmt.Errorf("fsync of the log %s: %w", c.file.path, err))
-				return
-			}
-			l.fsyncs.Add(1)
+// writeOut writes and fsyncs a queue, file after file.
+func (l *embeddedLog) writeOut(queue []logChunk) error {
+	for _, c := range queue {
+		lf := c.file
+		if err := lf.zeroAhead(int64(len(c.b))); err != nil {
+			return fmt.Errorf("making the log %s longer: %w", lf.path, err)
 		}
-		l.mu.Lock()
-		l.durable = at
-		l.synced.Broadcast()
-		l.mu.Unlock()
-		if closing {
-			return
+		if _, err := lf.f.WriteAt(c.b, lf.size); err != nil {
+			return fmt.Errorf("writing the log %s: %w", lf.path, err)
 		}
+		lf.size += int64(len(c.b))
+		l.bytes.Add(int64(len(c.b)))
+		if err := datasync(lf.f); err != nil {
+			return fmt.Errorf("fsync of the log %s: %w", lf.path, err)
+		}
+		l.fsyncs.Add(1)
 	}
+	return nil
 }
 
+// fail makes the log failed, from outside a write (a record that cannot
+// be encoded).
 func (l *embeddedLog) fail(err error) {
 	l.mu.Lock()
-	l.err = err
+	if l.err == nil {
+		l.err = err
+	}
 	l.synced.Broadcast()
 	l.mu.Unlock()
 	l.fatal(err)
@@ -320,9 +375,9 @@ func (l *embeddedLog) create() (*logFile, error) {
 	l.mu.Unlock()
 	for _, lf := range done {
 		lf.f.Close()
-		lf.f = nil // only the syncing goroutine, done with it, wrote to it
+		lf.f = nil // written to the end: no writer uses it again
 	}
-	return l.openFile(seq, true)
+	return l.openFile(seq, 0, true)
 }
 
 // rotate sends later appends to next (the caller holds the lock that
@@ -365,20 +420,17 @@ func (l *embeddedLog) drop(lf *logFile) {
 	os.Remove(lf.path)
 }
 
-// close writes what is appended, stops the syncing goroutine and closes
-// the files.
+// close writes what is appended, lets go of writers waiting for a log
+// that failed, and closes the files.
 func (l *embeddedLog) close() {
 	l.mu.Lock()
-	l.closing = true
-	l.synced.Broadcast()
+	at := l.appended
 	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
-	<-l.done
+	l.settled(at)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closing = true
+	l.synced.Broadcast()
 	for _, lf := range l.files {
 		if lf.f != nil {
 			lf.f.Close()

@@ -211,26 +211,29 @@ func logFiles(t *testing.T, path string) []string {
 // intact records refuses to start, naming the file, and changes nothing.
 func TestEmbeddedLogEndCutShortIsSkipped(t *testing.T) {
 	ctx := context.Background()
+	// The file is its records, then zeros (made ahead of them).
 	for _, tc := range []struct {
 		name    string
-		damage  func(b []byte) []byte
+		damage  func(b []byte, good, last int) []byte
 		kept    int // of 20 keys
+		warned  bool
 		refused bool
 	}{
-		{"the last record cut short", func(b []byte) []byte { return b[:len(b)-5] }, 19, false},
-		{"only the last record's header", func(b []byte) []byte {
-			_, good, _ := parseLog(b)
-			recs, _, _ := parseLog(b)
-			last := logHeader + len(recs[len(recs)-1])
-			return b[:good-last+7]
-		}, 19, false},
-		{"junk after the last record", func(b []byte) []byte { return append(b, "\x00\x00junk that is no record at all"...) }, 20, false},
-		{"zeros after the last record", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, 20, false},
-		{"a damaged record in the middle", func(b []byte) []byte {
-			b = bytes.Clone(b)
-			b[len(b)/2] ^= 0xff
+		{"the last record cut short", func(b []byte, good, last int) []byte { return b[:good-5] }, 19, true, false},
+		{"the last record cut short in the zeros", func(b []byte, good, last int) []byte {
+			return append(b[:good-5], make([]byte, 100)...)
+		}, 19, true, false},
+		{"only the last record's header", func(b []byte, good, last int) []byte { return b[:good-last+7] }, 19, true, false},
+		{"junk after the last record", func(b []byte, good, last int) []byte {
+			copy(b[good:], "\x00\x00junk that is no record at all")
 			return b
-		}, 0, true},
+		}, 20, true, false},
+		{"junk at the end of the file", func(b []byte, good, last int) []byte { return append(b, "junk"...) }, 20, true, false},
+		{"nothing but the zeros after the records", func(b []byte, good, last int) []byte { return b }, 20, false, false},
+		{"a damaged record in the middle", func(b []byte, good, last int) []byte {
+			b[good/2] ^= 0xff
+			return b
+		}, 0, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "orders.json")
@@ -246,7 +249,11 @@ func TestEmbeddedLogEndCutShortIsSkipped(t *testing.T) {
 			}
 			b, err := os.ReadFile(logs[0])
 			must(t, err)
-			damaged := tc.damage(b)
+			recs, good, torn, err := parseLog(b)
+			if err != nil || torn || len(recs) != 20 {
+				t.Fatalf("the log before any damage: %d records, torn %v, %v; want 20 whole ones", len(recs), torn, err)
+			}
+			damaged := tc.damage(bytes.Clone(b), good, logHeader+len(recs[19]))
 			must(t, os.WriteFile(logs[0], damaged, 0o644))
 
 			e2, err := OpenEmbedded(EmbeddedOptions{Path: path, Stderr: &stderr}, &redis.Options{})
@@ -277,8 +284,10 @@ func TestEmbeddedLogEndCutShortIsSkipped(t *testing.T) {
 			if n != tc.kept {
 				t.Errorf("%d keys kept, want %d", n, tc.kept)
 			}
-			if w := stderr.String(); !strings.Contains(w, "WARNING") || !strings.Contains(w, logs[0]) {
+			if w := stderr.String(); tc.warned && (!strings.Contains(w, "WARNING") || !strings.Contains(w, logs[0])) {
 				t.Errorf("stderr %q has no warning naming the log %s", w, logs[0])
+			} else if !tc.warned && w != "" {
+				t.Errorf("stderr %q, want nothing", w)
 			}
 			// Written after the cut, a write survives another crash.
 			must(t, e2.client.Set(ctx, "after", "v", 0).Err())
