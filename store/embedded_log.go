@@ -414,12 +414,6 @@ func (l *embeddedLog) retire(seq uint64, at int64) {
 	}
 }
 
-// drop abandons a file made by create that no snapshot rotated to.
-func (l *embeddedLog) drop(lf *logFile) {
-	lf.f.Close()
-	os.Remove(lf.path)
-}
-
 // close writes what is appended, lets go of writers waiting for a log
 // that failed, and closes the files.
 func (l *embeddedLog) close() {
