@@ -382,3 +382,36 @@ func TestEmbeddedSecondProcessOnTheSameDataIsRefused(t *testing.T) {
 	}
 	must(t, e.client.Set(context.Background(), "still", "here", 0).Err())
 }
+
+// TestEmbeddedWriteThatCannotBeLoggedIsNeverAnswered: when the log cannot
+// be written, the write waiting for it gets no answer (its client times
+// out), nor does any write after it, and Fatal is told, naming the file.
+func TestEmbeddedWriteThatCannotBeLoggedIsNeverAnswered(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "orders.json")
+	fatal := make(chan error, 4)
+	e, err := OpenEmbedded(EmbeddedOptions{Path: path, Interval: time.Hour, Stderr: &bytes.Buffer{},
+		Fatal: func(err error) { fatal <- err }}, &redis.Options{ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	must(t, err)
+	must(t, e.client.Set(ctx, "before", "v", 0).Err())
+	// The disk fails: here, the file is closed under the log.
+	e.wal.mu.Lock()
+	lf := e.wal.files[len(e.wal.files)-1]
+	e.wal.mu.Unlock()
+	lf.f.Close()
+	for _, k := range []string{"lost", "after"} {
+		if err := e.client.Set(ctx, k, "v", 0).Err(); err == nil {
+			t.Errorf("SET %s was answered OK with the log failing; want no answer", k)
+		}
+	}
+	select {
+	case err := <-fatal:
+		if !strings.Contains(err.Error(), lf.path) {
+			t.Errorf("Fatal got %q, which does not name the log %s", err, lf.path)
+		}
+	default:
+		t.Error("Fatal was not called")
+	}
+	lf.f = nil // closed already
+	_ = e.Close()
+}
