@@ -146,7 +146,8 @@ func TestMetricsListenerServesApartFromTheApplication(t *testing.T) {
 	}
 	for _, name := range []string{"orders_http_request_duration_seconds_bucket", "go_goroutines", "process_resident_memory_bytes",
 		"orders_http_connections_open", "orders_redis_pool_hits_total", "orders_redis_pool_connections", "orders_redis_pool_idle_connections", "orders_redis_pool_timeouts_total",
-		"orders_embedded_snapshot_age_seconds", "orders_embedded_snapshot_bytes", "orders_embedded_snapshot_pause_seconds"} {
+		"orders_embedded_snapshot_age_seconds", "orders_embedded_snapshot_bytes", "orders_embedded_snapshot_pause_seconds",
+		"orders_embedded_log_bytes", "orders_embedded_log_syncs_total", "orders_embedded_log_records_total"} {
 		if !hasSeries(all, name) {
 			t.Errorf("no %s in the metrics", name)
 		}

@@ -169,34 +169,34 @@ func (m *Metrics) RegisterRedisPool(client PoolStatser) error {
 
 // RegisterEmbedded shows the embedded store's files, as stats (its Stats
 // method) reads them at each scrape. A store that keeps no file shows
-// nothing; the log's figures appear once the store keeps a log.
+// nothing.
 func (m *Metrics) RegisterEmbedded(stats func() store.EmbeddedStats) error {
 	if m == nil {
 		return nil
 	}
-	age := newDesc("embedded_snapshot_age_seconds", "Time since the embedded store's snapshot file was last written (it is written only after a change).")
+	age := newDesc("embedded_snapshot_age_seconds", "Time since the embedded store's last snapshot (one is taken only after a change; the log keeps every write meanwhile).")
 	size := newDesc("embedded_snapshot_bytes", "Size of the embedded store's snapshot file.")
 	failures := newDesc("embedded_snapshot_failures", "Snapshots of the embedded store that failed in a row; from 2 the store is not ready.")
 	pause := newDesc("embedded_snapshot_pause_seconds", "How long the last snapshot held the embedded store's writes.")
 	logSize := newDesc("embedded_log_bytes", "Size of the embedded store's log of changes since the snapshot.")
-	syncs := newDesc("embedded_log_syncs_total", "Fsyncs of the embedded store's log of changes.")
-	return m.Register(scrapeCollector{descs: []*prometheus.Desc{age, size, failures, pause, logSize, syncs},
+	syncs := newDesc("embedded_log_syncs_total", "Fsyncs of the embedded store's log of changes (writes that arrive together share one).")
+	records := newDesc("embedded_log_records_total", "Writes appended to the embedded store's log of changes.")
+	return m.Register(scrapeCollector{descs: []*prometheus.Desc{age, size, failures, pause, logSize, syncs, records},
 		collect: func(ch chan<- prometheus.Metric) {
 			s := stats()
 			if s.Path == "" {
 				return
 			}
 			gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-			if !s.SnapshotWritten.IsZero() {
-				gauge(age, time.Since(s.SnapshotWritten).Seconds())
+			if !s.SnapshotAt.IsZero() {
+				gauge(age, time.Since(s.SnapshotAt).Seconds())
 				gauge(size, float64(s.SnapshotBytes))
 			}
 			gauge(failures, float64(s.SnapshotFailures))
 			gauge(pause, s.SnapshotPause.Seconds())
-			if s.Log != nil {
-				gauge(logSize, float64(s.Log.Bytes))
-				ch <- prometheus.MustNewConstMetric(syncs, prometheus.CounterValue, float64(s.Log.Syncs))
-			}
+			gauge(logSize, float64(s.LogBytes))
+			ch <- prometheus.MustNewConstMetric(syncs, prometheus.CounterValue, float64(s.LogFsyncs))
+			ch <- prometheus.MustNewConstMetric(records, prometheus.CounterValue, float64(s.LogRecords))
 		}})
 }
 

@@ -154,9 +154,9 @@ func (f *fakePool) PoolStats() *redis.PoolStats { return &f.s }
 // name; a nil *Metrics takes every call and does nothing.
 func TestMetricsReadTheirOwnersAtEachScrape(t *testing.T) {
 	m := NewMetrics()
-	conns := ConnStats{Open: 3, Refused: map[string]int64{"total-cap": 2}}
+	conns := ConnStats{Open: 3, Refused: map[string]int64{"total": 2}}
 	pool := &fakePool{redis.PoolStats{Hits: 10, Misses: 2, Timeouts: 1, TotalConns: 4, IdleConns: 3, StaleConns: 5}}
-	emb := store.EmbeddedStats{Path: "data/orders.json", SnapshotWritten: time.Now().Add(-time.Minute), SnapshotBytes: 1234, SnapshotFailures: 1, SnapshotPause: 2 * time.Millisecond}
+	emb := store.EmbeddedStats{Path: "data/orders.json", SnapshotAt: time.Now().Add(-time.Minute), SnapshotBytes: 1234, SnapshotFailures: 1, SnapshotPause: 2 * time.Millisecond}
 	for _, err := range []error{
 		m.RegisterConnections(func() ConnStats { return conns }),
 		m.RegisterRedisPool(pool),
@@ -166,29 +166,30 @@ func TestMetricsReadTheirOwnersAtEachScrape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m.Throttled("sign-in-address")
-	m.Throttled("sign-in-address")
+	m.Throttled("signin_address")
+	m.Throttled("signin_address")
 
-	conns.Open, conns.Refused["address-cap"] = 5, 7
+	conns.Open, conns.Refused["per_ip"] = 5, 7
 	pool.s.Timeouts, pool.s.IdleConns = 4, 1
-	emb.Log = &store.EmbeddedLogStats{Bytes: 4096, Syncs: 9}
+	emb.LogBytes, emb.LogFsyncs, emb.LogRecords = 4096, 9, 12
 	all := scrape(t, m)
 	want := map[string]float64{
-		`orders_http_connections_open`:                                5,
-		`orders_http_connections_refused_total{reason="total-cap"}`:   2,
-		`orders_http_connections_refused_total{reason="address-cap"}`: 7,
-		`orders_throttled_requests_total{limit="sign-in-address"}`:    2,
-		`orders_redis_pool_hits_total`:                                10,
-		`orders_redis_pool_misses_total`:                              2,
-		`orders_redis_pool_timeouts_total`:                            4,
-		`orders_redis_pool_connections`:                               4,
-		`orders_redis_pool_idle_connections`:                          1,
-		`orders_redis_pool_stale_connections_total`:                   5,
-		`orders_embedded_snapshot_bytes`:                              1234,
-		`orders_embedded_snapshot_failures`:                           1,
-		`orders_embedded_snapshot_pause_seconds`:                      0.002,
-		`orders_embedded_log_bytes`:                                   4096,
-		`orders_embedded_log_syncs_total`:                             9,
+		`orders_http_connections_open`:                            5,
+		`orders_http_connections_refused_total{reason="total"}`:   2,
+		`orders_http_connections_refused_total{reason="per_ip"}`:  7,
+		`orders_throttled_requests_total{limit="signin_address"}`: 2,
+		`orders_redis_pool_hits_total`:                            10,
+		`orders_redis_pool_misses_total`:                          2,
+		`orders_redis_pool_timeouts_total`:                        4,
+		`orders_redis_pool_connections`:                           4,
+		`orders_redis_pool_idle_connections`:                      1,
+		`orders_redis_pool_stale_connections_total`:               5,
+		`orders_embedded_snapshot_bytes`:                          1234,
+		`orders_embedded_snapshot_failures`:                       1,
+		`orders_embedded_snapshot_pause_seconds`:                  0.002,
+		`orders_embedded_log_bytes`:                               4096,
+		`orders_embedded_log_syncs_total`:                         9,
+		`orders_embedded_log_records_total`:                       12,
 	}
 	for s, v := range want {
 		if got, ok := all[s]; !ok || got != v {
@@ -205,7 +206,7 @@ func TestMetricsReadTheirOwnersAtEachScrape(t *testing.T) {
 	}
 
 	var none *Metrics
-	none.Throttled("sign-in-address")
+	none.Throttled("signin_address")
 	none.observe("GET", "/orders", 200, time.Millisecond)
 	if err := none.RegisterRedisPool(pool); err != nil {
 		t.Errorf("nil Metrics: %v", err)

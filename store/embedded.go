@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,9 +25,13 @@ import (
 )
 
 // Embedded is the in-process Redis (miniredis) that `go run .` uses, made
-// durable by a snapshot file: loaded at start, written atomically (temp
-// file, fsync, rename) every few seconds when something changed, and on
-// Close. miniredis itself keeps nothing on disk.
+// durable by two files: a log, to which every write is appended and
+// fsynced before it is answered, and a snapshot of every key, written
+// atomically (temp file, fsync, rename) every few seconds when something
+// changed and on Close, after which the log it covers is deleted. At start
+// the snapshot is loaded and the log replayed on top of it. A lock file
+// keeps a second process off the same files. miniredis itself keeps
+// nothing on disk.
 type Embedded struct {
 	m      *miniredis.Miniredis
 	srv    *server.Server
@@ -33,11 +39,18 @@ type Embedded struct {
 	path   string
 	log    *slog.Logger
 
-	// pause is held shared by every command that can change data, inside
-	// the server, around its execution, and exclusively by a snapshot's
-	// copy: the copy is one state, whatever the clients do (a client that
-	// gave up on a command does not stop the server from running it).
-	pause sync.RWMutex
+	// pause is held by every command that can change data, inside the
+	// server, around its execution and the appending of its log record
+	// (so the log's order is the order the writes ran in), and by a
+	// snapshot's copy: the copy is one state, whatever the clients do (a
+	// client that gave up on a command does not stop the server from
+	// running it).
+	pause sync.Mutex
+	// rec gathers the record of the write that holds pause.
+	rec recorder
+	// wal is the log (nil without a data file); lock holds the lock file.
+	wal  *embeddedLog
+	lock *os.File
 
 	// mu guards peers and the keys changed since the last copy.
 	mu      sync.Mutex
@@ -64,8 +77,12 @@ type Embedded struct {
 	// tickMu guards lastTick, when TTLs were last advanced.
 	tickMu   sync.Mutex
 	lastTick time.Time
-	// lastPause is how long the last snapshot held writes, in nanoseconds.
+	// lastPause is how long the last snapshot held writes, in nanoseconds;
+	// snapAt (Unix nanoseconds) and snapBytes are the last snapshot
+	// written (or loaded).
 	lastPause atomic.Int64
+	snapAt    atomic.Int64
+	snapBytes atomic.Int64
 }
 
 // peerState is what gate knows of one connection.
@@ -73,10 +90,10 @@ type peerState struct {
 	// inGate: gate is running this connection's command; the server's
 	// second call of the hook, from gate's own dispatch, lets it through.
 	inGate bool
-	// inMulti: commands are being queued for an EXEC; queued are their
-	// keys (queuedAll: some command's keys were unknown).
+	// inMulti: commands are being queued for an EXEC; queued is what they
+	// can change (queuedAll: some command's keys were unknown).
 	inMulti   bool
-	queued    []string
+	queued    []touch
 	queuedAll bool
 }
 
@@ -89,9 +106,13 @@ type cachedKey struct {
 
 // snapshotFile is the snapshot's format: every key with its type and value.
 type snapshotFile struct {
-	Format  string                  `json:"format"`
-	Written time.Time               `json:"written"`
-	Keys    map[string]snapshotItem `json:"keys"`
+	Format  string    `json:"format"`
+	Written time.Time `json:"written"`
+	// Log is the first log file the snapshot does not cover: the files
+	// before it are replayed by no one (and deleted), it and those after
+	// are replayed in order. 0 (a snapshot from before the log): every log.
+	Log  uint64                  `json:"log,omitempty"`
+	Keys map[string]snapshotItem `json:"keys"`
 }
 
 type snapshotItem struct {
@@ -171,7 +192,8 @@ func (s *streamEntries) UnmarshalJSON(b []byte) error {
 
 // EmbeddedOptions configures OpenEmbedded.
 type EmbeddedOptions struct {
-	// Path is the snapshot file; "" keeps nothing.
+	// Path is the snapshot file; "" keeps nothing. The log files
+	// (Path.log.<n>) and the lock file (Path.lock) go beside it.
 	Path string
 	// Interval between snapshots when something changed (default 2 s).
 	Interval time.Duration
@@ -179,12 +201,20 @@ type EmbeddedOptions struct {
 	// line for every snapshot that could not be written, whatever the log.
 	Log    *slog.Logger
 	Stderr io.Writer
+	// Fatal is called when the log cannot be written (a failed write or
+	// fsync: the disk is full or failing). No write is answered after
+	// that: the writes waiting for the log wait until the store is
+	// closed. The default says so on Stderr and ends the process (exit
+	// status 1); a restart replays what reached the disk.
+	Fatal func(error)
 }
 
 // OpenEmbedded starts miniredis on a loopback port, with a random password
-// that only this process knows, and loads the snapshot at opt.Path. A
-// snapshot that cannot be read is an error: it is never silently replaced.
-// Keys with a TTL expire by the wall clock, to within about a second.
+// that only this process knows, and loads the snapshot at opt.Path and
+// the log after it. A snapshot or log that cannot be read, or a log
+// damaged before its last record, is an error: it is never silently
+// replaced. So are data files that another process holds. Keys with a TTL
+// expire by the wall clock, to within about a second.
 func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error) {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
@@ -195,9 +225,30 @@ func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error)
 	if opt.Interval <= 0 {
 		opt.Interval = 2 * time.Second
 	}
+	if opt.Fatal == nil {
+		stderr := opt.Stderr
+		opt.Fatal = func(err error) {
+			fmt.Fprintf(stderr, "orders: FATAL: %v; stopping, since no write can be made durable (a restart replays what is on disk)\n", err)
+			os.Exit(1)
+		}
+	}
+	e := &Embedded{path: opt.Path, log: opt.Log, interval: opt.Interval,
+		stderr: opt.Stderr, peers: map[*server.Peer]*peerState{}, changed: map[string]struct{}{},
+		lastTick: time.Now()}
+	if e.path != "" {
+		if err := os.MkdirAll(filepath.Dir(e.path), 0o755); err != nil {
+			return nil, fmt.Errorf("the folder of the data file %s: %w", e.path, err)
+		}
+		lock, err := lockData(e.path)
+		if err != nil {
+			return nil, err
+		}
+		e.lock = lock
+	}
 	m := miniredis.NewMiniRedis()
 	var pw [24]byte
 	if _, err := rand.Read(pw[:]); err != nil {
+		e.unlock()
 		return nil, err
 	}
 	password := hex.EncodeToString(pw[:])
@@ -208,13 +259,13 @@ func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error)
 	// all keys each time (a snapshot of 2,000 orders took 20 s). The loop
 	// advances them instead, about once a second.
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		e.unlock()
 		return nil, fmt.Errorf("starting the embedded store: %w", err)
 	}
-	e := &Embedded{m: m, srv: m.Server(), path: opt.Path, log: opt.Log, interval: opt.Interval,
-		stderr: opt.Stderr, peers: map[*server.Peer]*peerState{}, changed: map[string]struct{}{},
-		lastTick: time.Now()}
-	if err := e.load(); err != nil {
+	e.m, e.srv = m, m.Server()
+	if err := e.load(opt.Fatal); err != nil {
 		m.Close()
+		e.unlock()
 		return nil, err
 	}
 	if e.path != "" {
@@ -229,6 +280,13 @@ func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error)
 	return e, nil
 }
 
+func (e *Embedded) unlock() {
+	if e.lock != nil {
+		e.lock.Close() // the lock goes with the file
+		e.lock = nil
+	}
+}
+
 // Client returns the client the application uses.
 func (e *Embedded) Client() *redis.Client { return e.client }
 
@@ -239,45 +297,69 @@ func (e *Embedded) Close() error {
 	<-e.done
 	err := e.Snapshot()
 	e.client.Close()
-	e.m.Close()
+	if e.wal != nil && e.wal.failed() {
+		// Writes wait for a log that cannot be written: they are let go
+		// (the process should have ended: see EmbeddedOptions.Fatal).
+		e.wal.close()
+		e.m.Close()
+	} else {
+		e.m.Close()
+		if e.wal != nil {
+			e.wal.close()
+		}
+	}
+	e.unlock()
 	return err
 }
 
-func (e *Embedded) load() error {
+// load reads the snapshot, replays the log after it, puts the keys in the
+// store, and opens the log for appending.
+func (e *Embedded) load(fatal func(error)) error {
 	if e.path == "" {
 		return nil
 	}
-	b, err := os.ReadFile(e.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the snapshot %s: %w", e.path, err)
-	}
 	var snap snapshotFile
-	if err := json.Unmarshal(b, &snap); err != nil || snap.Format != snapshotFormat {
-		return fmt.Errorf("the snapshot %s is damaged or not an orders snapshot (%v); move it aside to start empty, or restore a good copy", e.path, err)
+	b, err := os.ReadFile(e.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		snap.Format = snapshotFormat
+	case err != nil:
+		return fmt.Errorf("reading the snapshot %s: %w", e.path, err)
+	default:
+		if err := json.Unmarshal(b, &snap); err != nil || snap.Format != snapshotFormat {
+			return fmt.Errorf("the snapshot %s is damaged or not an orders snapshot (%v); move it aside to start empty, or restore a good copy", e.path, err)
+		}
+		e.snapAt.Store(snap.Written.UnixNano())
+		e.snapBytes.Store(int64(len(b)))
 	}
 	// A TTL runs by the wall clock, also while the process was stopped: an
 	// Idempotency-Key is remembered 24 hours from its request, not from
 	// the last restart.
-	now := time.Now()
-	e.lastTick = now // the TTLs set below are what is left now
-	down := max(now.Sub(snap.Written), 0)
-	db := e.m.DB(0)
-	expired := 0
 	e.cache = make(map[string]cachedKey, len(snap.Keys))
 	for k, v := range snap.Keys {
-		ttl := time.Duration(v.TTLms) * time.Millisecond
-		if v.TTLms != 0 && ttl <= down {
-			expired++
-			continue
-		}
 		ck := cachedKey{item: v}
 		if v.TTLms != 0 {
-			ck.expireAt = now.Add(ttl - down)
+			ck.expireAt = snap.Written.Add(time.Duration(v.TTLms) * time.Millisecond)
 		}
+		ck.item.TTLms = 0
 		e.cache[k] = ck
+	}
+	seqs, ends, replayed, err := e.replayLogs(snap.Log)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	e.lastTick = now // the TTLs set below are what is left now
+	db := e.m.DB(0)
+	expired := 0
+	for k, ck := range e.cache {
+		left := ck.expireAt.Sub(now)
+		if !ck.expireAt.IsZero() && left <= 0 {
+			expired++
+			delete(e.cache, k)
+			continue
+		}
+		v := ck.item
 		switch {
 		case v.String != nil:
 			_ = db.Set(k, *v.String)
@@ -295,16 +377,111 @@ func (e *Embedded) load() error {
 			// In order, with their IDs: a later XADD "*" gets a greater one.
 			for _, en := range v.Stream {
 				if _, err := db.XAdd(k, en.ID, en.Values); err != nil {
-					return fmt.Errorf("the snapshot %s is damaged: stream %q, entry %s: %v; move it aside to start empty, or restore a good copy", e.path, k, en.ID, err)
+					return fmt.Errorf("the snapshot %s or its log is damaged: stream %q, entry %s: %v; move them aside to start empty, or restore a good copy", e.path, k, en.ID, err)
 				}
 			}
 		}
-		if v.TTLms != 0 {
-			db.SetTTL(k, ttl-down)
+		if !ck.expireAt.IsZero() {
+			db.SetTTL(k, left)
 		}
 	}
-	e.log.Info("loaded the snapshot", "file", e.path, "keys", len(snap.Keys)-expired, "expired", expired, "written", snap.Written)
+	e.log.Info("loaded the snapshot and its log", "file", e.path, "keys", len(e.cache), "expired", expired,
+		"written", snap.Written, "log_records", replayed)
+	if replayed > 0 {
+		e.dirty.Store(true) // the next snapshot takes them in, and the log goes
+	}
+	e.wal, err = openLog(e.path, seqs, ends, fatal)
+	if err != nil {
+		return fmt.Errorf("opening the log %s: %w", logBase(e.path)+strconv.FormatUint(seqs[len(seqs)-1], 10), err)
+	}
 	return nil
+}
+
+// replayLogs applies the log files from first on (older ones are left by
+// a crash after the snapshot that covers them: deleted) to the cache, in
+// order, and returns the files left (the last one to go on appending to,
+// made when there is none), where each one's records end, and how many
+// records were applied. A log whose end is cut short (a write never acknowledged)
+// is cut there, with a warning; damage before intact records, or a
+// missing file between two, is an error.
+func (e *Embedded) replayLogs(first uint64) (live []uint64, ends []int64, replayed int, err error) {
+	seqs, err := listLogs(e.path)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("listing the logs of %s: %w", e.path, err)
+	}
+	for _, n := range seqs {
+		if n < first {
+			_ = os.Remove(logBase(e.path) + strconv.FormatUint(n, 10))
+			continue
+		}
+		live = append(live, n)
+	}
+	if len(live) == 0 {
+		return []uint64{max(first, 1)}, []int64{0}, 0, nil
+	}
+	for i, n := range live {
+		if i > 0 && n != live[i-1]+1 {
+			return nil, nil, 0, fmt.Errorf("the log %s%d is missing between %d and %d: its writes would be lost; restore it, or move every log of %s aside to start from the snapshot alone",
+				logBase(e.path), live[i-1]+1, live[i-1], n, e.path)
+		}
+	}
+	if live[0] > first && first > 0 {
+		return nil, nil, 0, fmt.Errorf("the log %s%d, the first after the snapshot %s, is missing: its writes would be lost; restore it, or move every log of %s aside to start from the snapshot alone",
+			logBase(e.path), first, e.path, e.path)
+	}
+	for i, n := range live {
+		p := logBase(e.path) + strconv.FormatUint(n, 10)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("reading the log %s: %w", p, err)
+		}
+		records, good, torn, err := parseLog(b)
+		if torn {
+			// Cut short: only the newest log with anything in it may be.
+			for _, later := range live[i+1:] {
+				if lb, rerr := os.ReadFile(logBase(e.path) + strconv.FormatUint(later, 10)); rerr != nil || !allZero(lb) {
+					err = errLogDamaged
+					break
+				}
+			}
+		}
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("the log %s is damaged at byte %d, before writes that follow it, so this is not a write cut short by a crash; refusing to start rather than drop them: restore a good copy, or move the log aside to start without its writes", p, good)
+		}
+		for j, r := range records {
+			var rec logRecord
+			if err := json.Unmarshal(r, &rec); err != nil {
+				return nil, nil, 0, fmt.Errorf("the log %s: record %d (its checksum is right) cannot be read: %v; restore a good copy, or move the log aside to start without its writes", p, j+1, err)
+			}
+			if err := replay(e.cache, rec); err != nil {
+				return nil, nil, 0, fmt.Errorf("the log %s: record %d: %v", p, j+1, err)
+			}
+		}
+		replayed += len(records)
+		ends = append(ends, int64(good))
+		if torn {
+			fmt.Fprintf(e.stderr, "orders: WARNING: the log %s ends with a record cut short at byte %d (%d bytes; a write that was never acknowledged): it is skipped; the %d records before it are kept\n",
+				p, good, len(b)-good, len(records))
+			e.log.Warn("the log ends with a record cut short; skipped", "file", p, "at", good, "bytes", len(b)-good, "records_kept", len(records))
+			if err := truncateSync(p, int64(good)); err != nil {
+				return nil, nil, 0, fmt.Errorf("cutting the log %s at its last whole record: %w", p, err)
+			}
+		}
+	}
+	return live, ends, replayed, nil
+}
+
+// truncateSync cuts a file at size, durably.
+func truncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // loop advances TTLs about once a second (less often when that is costly:
@@ -321,9 +498,9 @@ func (e *Embedded) loop() {
 		case <-e.stop:
 			return
 		case <-expire.C:
-			e.pause.RLock() // it deletes keys: not in the middle of a copy
+			e.pause.Lock() // it deletes keys: not in the middle of a write or a copy
 			cost := e.tick()
-			e.pause.RUnlock()
+			e.pause.Unlock()
 			expire.Reset(min(max(time.Second, 100*cost), time.Minute))
 		case <-snap.C:
 			if e.path != "" && (e.dirty.Load() || e.failures.Load() > 0) {
@@ -335,7 +512,8 @@ func (e *Embedded) loop() {
 
 // tick advances every TTL by the time since the last tick, deleting the
 // keys whose time is up, and returns how long that took. The caller holds
-// pause (shared or exclusive).
+// pause. A key it deletes needs no log record: every record and snapshot
+// holds a key's expiry as a time, so a replay drops it too.
 func (e *Embedded) tick() time.Duration {
 	e.tickMu.Lock()
 	defer e.tickMu.Unlock()
@@ -347,16 +525,32 @@ func (e *Embedded) tick() time.Duration {
 	return time.Since(now)
 }
 
-// gate is the server's pre-command hook (installed when there is a
-// snapshot to write): a command that can change data runs while it holds
-// pause shared, and its keys are noted for the next copy. It dispatches
-// the command itself and answers true ("done"); the server's second call
-// of the hook, from that dispatch, lets the command through. The server
-// runs one connection's commands one after another, on one goroutine.
+// gate is the server's pre-command hook (installed when there is a data
+// file): a command that can change data runs while it holds pause, then
+// the values it left in the keys it changed are appended to the log, and
+// it is answered only once that record is on disk (the server writes a
+// command's answer to the socket after the hook returns; a long answer
+// may go out in part before, which no client takes for an answer). It
+// dispatches the command itself and answers true ("done"); the server's
+// second call of the hook, from that dispatch, lets the command through.
+// The server runs one connection's commands one after another, on one
+// goroutine.
+//
+// A command a script runs (redis.call) comes through here too, on a peer
+// of its own that miniredis has already set up (Ctx set) and gate never
+// saw: its touches join the script's record.
 func (e *Embedded) gate(c *server.Peer, cmd string, args ...string) bool {
 	e.mu.Lock()
 	p := e.peers[c]
 	if p == nil {
+		if c.Ctx != nil {
+			e.mu.Unlock()
+			if !readOnlyCmd(e.srv, cmd) {
+				ts, known := touchesOf(cmd, args)
+				e.rec.add(nil, ts, known)
+			}
+			return false
+		}
 		p = &peerState{}
 		e.peers[c] = p
 		c.OnDisconnect(func() {
@@ -372,47 +566,71 @@ func (e *Embedded) gate(c *server.Peer, cmd string, args ...string) bool {
 	}
 	switch cmd {
 	case "MULTI":
-		if !p.inMulti { // a nested MULTI is refused and changes nothing
+		if !p.inMulti && len(args) == 0 { // a nested MULTI is refused and changes nothing
 			p.inMulti, p.queued, p.queuedAll = true, nil, false
 		}
 	case "DISCARD":
-		p.inMulti, p.queued, p.queuedAll = false, nil, false
+		if len(args) == 0 {
+			p.inMulti, p.queued, p.queuedAll = false, nil, false
+		}
 	}
 	if readOnlyCmd(e.srv, cmd) {
 		e.mu.Unlock()
 		return false
 	}
+	if p.inMulti && cmd != "EXEC" {
+		// Queued: it changes nothing until its EXEC, which may come after
+		// a snapshot.
+		ts, known := touchesOf(cmd, args)
+		p.queued = append(p.queued, ts...)
+		p.queuedAll = p.queuedAll || !known
+		e.mu.Unlock()
+		return false
+	}
+	var ts []touch
+	known := true
+	if cmd == "EXEC" {
+		if len(args) == 0 { // else refused, and the MULTI goes on
+			ts, known = p.queued, !p.queuedAll
+			p.inMulti, p.queued, p.queuedAll = false, nil, false
+		}
+	} else {
+		ts, known = touchesOf(cmd, args)
+	}
 	p.inGate = true
 	e.mu.Unlock()
 
-	e.pause.RLock()
-	e.noteWrite(p, cmd, args)
+	e.pause.Lock()
+	db := e.m.DB(0)
+	e.rec.reset(false)
+	e.rec.add(db, ts, known)
 	e.srv.Dispatch(c, append([]string{cmd}, args...))
-	e.pause.RUnlock()
+	e.tickMu.Lock()
+	tick := e.lastTick
+	e.tickMu.Unlock()
+	rec, keys, all := e.rec.build(db, tick)
+	var at int64
+	if len(rec.Keys) > 0 || rec.All {
+		payload, err := json.Marshal(rec)
+		if err != nil {
+			e.pause.Unlock()
+			e.wal.fail(fmt.Errorf("encoding the log record of %s: %w", cmd, err))
+			e.wal.wait(math.MaxInt64)
+			return true
+		}
+		e.noteChanged(keys, all)
+		at = e.wal.append(payload)
+	}
+	e.pause.Unlock()
+	e.wal.wait(at)
 	return true
 }
 
-// noteWrite records the keys cmd may change, for the next copy. A command
-// queued in a MULTI changes nothing until its EXEC, which may come after a
-// snapshot: its keys are noted again then. The caller holds pause shared.
-func (e *Embedded) noteWrite(p *peerState, cmd string, args []string) {
+// noteChanged notes keys for the next snapshot's copy (all: every key).
+func (e *Embedded) noteChanged(keys []string, all bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.dirty.Store(true)
-	var keys []string
-	all := false
-	if cmd == "EXEC" {
-		keys, all = p.queued, p.queuedAll
-		p.inMulti, p.queued, p.queuedAll = false, nil, false
-	} else {
-		var ok bool
-		keys, ok = writtenKeys(cmd, args)
-		all = !ok
-		if p.inMulti {
-			p.queued = append(p.queued, keys...)
-			p.queuedAll = p.queuedAll || all
-		}
-	}
 	if all {
 		e.changedAll = true
 	}
@@ -421,51 +639,19 @@ func (e *Embedded) noteWrite(p *peerState, cmd string, args []string) {
 	}
 }
 
-// writtenKeys names the keys a command that changes data may change, for
-// the commands whose keys are known; ok is false for any other, and the
-// next snapshot then copies every key.
-func writtenKeys(cmd string, args []string) (keys []string, ok bool) {
-	switch cmd {
-	case "SET", "SETNX", "SETEX", "PSETEX", "GETSET", "GETDEL", "GETEX", "APPEND", "SETRANGE",
-		"INCR", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY",
-		"HSET", "HSETNX", "HMSET", "HDEL", "HINCRBY", "HINCRBYFLOAT",
-		"ZADD", "ZREM", "ZINCRBY", "ZREMRANGEBYLEX", "ZREMRANGEBYRANK", "ZREMRANGEBYSCORE",
-		"ZPOPMIN", "ZPOPMAX", "ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE", "ZRANGESTORE",
-		"XADD", "XTRIM", "XDEL",
-		"EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT", "PERSIST":
-		// Only the first key changes (the *STORE commands read the others).
-		if len(args) == 0 {
-			return nil, true // refused by the server: changes nothing
-		}
-		return args[:1], true
-	case "DEL", "UNLINK":
-		return args, true
-	case "RENAME", "RENAMENX", "COPY":
-		if len(args) < 2 {
-			return nil, true
-		}
-		return args[:2], true
-	case "MSET", "MSETNX":
-		for i := 0; i < len(args); i += 2 {
-			keys = append(keys, args[i])
-		}
-		return keys, true
-	}
-	return nil, false
-}
-
 // readOnlyCmd: commands that change no data need not wait for a snapshot.
 // miniredis marks its reading commands; these others only touch the
 // connection (MULTI only queues; its EXEC is gated). XREAD is one of
 // miniredis's: a blocked XREAD BLOCK holds no pause (and miniredis releases
 // its own lock while it waits), so it stalls neither writers nor snapshots.
 // A blocking command that is not read-only (BLPOP, XREADGROUP BLOCK, ...)
-// would hold pause shared while it waits: a snapshot, and every write
+// would hold pause while it waits: a snapshot, and every write
 // after it, would wait for its timeout. The app uses none.
 func readOnlyCmd(srv *server.Server, cmd string) bool {
 	switch cmd {
 	case "PING", "ECHO", "AUTH", "HELLO", "CLIENT", "INFO", "TIME",
-		"WATCH", "UNWATCH", "MULTI", "DISCARD", "QUIT", "COMMAND":
+		"WATCH", "UNWATCH", "MULTI", "DISCARD", "QUIT", "COMMAND",
+		"SCRIPT", "PUBLISH", "SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE":
 		return true
 	}
 	return srv.IsReadOnlyCommand(cmd)
@@ -482,11 +668,15 @@ func (e *Embedded) Health() error {
 	return nil
 }
 
-// Snapshot writes every key to the snapshot file now. The keys are copied
-// while no command that changes data runs (see gate), each value copied
-// into maps of the snapshot's own, so the copy is one consistent state;
-// it is encoded and written after commands resume. A failure is reported
-// on stderr every time and counted for Health.
+// Snapshot writes every key to the snapshot file now, and deletes the log
+// it covers. The keys are copied while no command that changes data runs
+// (see gate), each value copied into maps of the snapshot's own, so the
+// copy is one consistent state, and the log moves on to a new file at
+// that moment; the copy is encoded and written after commands resume, and
+// the older log files are deleted once the snapshot is on disk. A crash
+// in between leaves them, and the snapshot says which file it does not
+// cover, so a restart replays exactly the writes after the copy. A
+// failure is reported on stderr every time and counted for Health.
 func (e *Embedded) Snapshot() error {
 	if e.path == "" {
 		return nil
@@ -509,8 +699,14 @@ func (e *Embedded) Snapshot() error {
 func (e *Embedded) snapshot() error {
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
-	written := e.copyChanged()
-	snap := snapshotFile{Format: snapshotFormat, Written: written.UTC(), Keys: make(map[string]snapshotItem, len(e.cache))}
+	// The next log file is made (and its name made durable) before the
+	// pause, which then only switches to it.
+	next, err := e.wal.create()
+	if err != nil {
+		return fmt.Errorf("starting a new log beside it: %w", err)
+	}
+	written, at := e.copyChanged(next)
+	snap := snapshotFile{Format: snapshotFormat, Written: written.UTC(), Log: next.seq, Keys: make(map[string]snapshotItem, len(e.cache))}
 	for k, ck := range e.cache {
 		it := ck.item
 		if !ck.expireAt.IsZero() {
@@ -527,16 +723,28 @@ func (e *Embedded) snapshot() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(e.path, b)
+	if err := writeFileAtomic(e.path, b); err != nil {
+		return err // the older log files stay until a snapshot is written
+	}
+	e.snapAt.Store(written.UnixNano())
+	e.snapBytes.Store(int64(len(b)))
+	e.wal.retire(next.seq, at)
+	return nil
 }
 
 // copyChanged brings the cache up to date with writes paused: it copies
 // every key changed since the last copy (every key, the first time or
-// after a command whose keys are unknown), and returns the time of the
-// copy. The caller holds snapMu.
-func (e *Embedded) copyChanged() time.Time {
+// after a command whose keys are unknown), and sends later log records to
+// next (when not nil). It returns the time of the copy and the log
+// position up to which the older files hold the writes it covers. The
+// caller holds snapMu.
+func (e *Embedded) copyChanged(next *logFile) (time.Time, int64) {
 	e.pause.Lock()
 	defer e.pause.Unlock()
+	var at int64
+	if next != nil {
+		at = e.wal.rotate(next)
+	}
 	start := time.Now()
 	defer func() { e.lastPause.Store(int64(time.Since(start))) }()
 	e.dirty.Store(false)
@@ -557,7 +765,7 @@ func (e *Embedded) copyChanged() time.Time {
 				e.cache[k] = ck
 			}
 		}
-		return now
+		return now, at
 	}
 	for k := range changed {
 		if ck, ok := copyKey(db, k, tick); ok {
@@ -566,7 +774,7 @@ func (e *Embedded) copyChanged() time.Time {
 			delete(e.cache, k)
 		}
 	}
-	return now
+	return now, at
 }
 
 // copyKey copies one key's value into maps of its own; ok is false when
@@ -639,4 +847,47 @@ func writeFileAtomic(path string, data []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// EmbeddedStats is what an operator watches of the embedded store's files
+// (see Stats).
+type EmbeddedStats struct {
+	// Path is the snapshot file; "" when nothing is kept on disk, and then
+	// every other field is zero.
+	Path string
+	// LogBytes is the size of the log files that no snapshot covers yet.
+	LogBytes int64
+	// LogRecords counts the writes appended to the log since the start,
+	// LogFsyncs the fsyncs that made them durable (writes that arrive
+	// together share one).
+	LogRecords, LogFsyncs int64
+	// SnapshotAt is when the last snapshot was taken (one written, or the
+	// one loaded at start; zero: none yet), SnapshotBytes its size.
+	SnapshotAt    time.Time
+	SnapshotBytes int64
+	// SnapshotPause is how long the last snapshot held writes.
+	SnapshotPause time.Duration
+	// SnapshotFailures counts the snapshots that failed in a row.
+	SnapshotFailures int64
+}
+
+// Stats reports the log's and the last snapshot's figures; all zero
+// without a data file. It only reads counters, and is cheap.
+func (e *Embedded) Stats() EmbeddedStats {
+	if e.path == "" {
+		return EmbeddedStats{}
+	}
+	st := EmbeddedStats{
+		Path:             e.path,
+		SnapshotBytes:    e.snapBytes.Load(),
+		SnapshotPause:    time.Duration(e.lastPause.Load()),
+		SnapshotFailures: e.failures.Load(),
+	}
+	if at := e.snapAt.Load(); at != 0 {
+		st.SnapshotAt = time.Unix(0, at)
+	}
+	if e.wal != nil {
+		st.LogBytes, st.LogRecords, st.LogFsyncs = e.wal.bytes.Load(), e.wal.records.Load(), e.wal.fsyncs.Load()
+	}
+	return st
 }

@@ -234,7 +234,7 @@ func TestEmbeddedStreamCopyIsItsOwn(t *testing.T) {
 		ids = append(ids, id)
 	}
 	e.snapMu.Lock()
-	e.copyChanged()
+	e.copyChanged(nil)
 	copied := e.cache["o:events"].item.Stream
 	e.snapMu.Unlock()
 	if err := e.client.XDel(ctx, "o:events", ids[1]).Err(); err != nil {
