@@ -3,6 +3,8 @@ package routes
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -11,7 +13,9 @@ import (
 // a warning or an error of one kind (the same level and message) is
 // written in full the first time, and its repeats within the interval that
 // follows are only counted; at the end of the interval one line says how
-// many there were, with the attributes of the last one under "last". While
+// many there were, with the attributes of the last one under "last" and
+// the client addresses the repeats named (a "client" attribute: a
+// refused sign-in names its address even when summarised). While
 // they go on, one such line per interval; an interval with none ends the
 // summary, and the next one is written in full again. Lines below WARN,
 // and the one line per request (the access log), pass through untouched.
@@ -41,7 +45,14 @@ type summary struct {
 	last  slog.Record
 	h     slog.Handler
 	timer *time.Timer
+	// clients are the distinct client addresses the repeats named, the
+	// first maxClients of them; unlisted counts the repeats of others.
+	clients  []string
+	unlisted int
 }
+
+// maxClients is how many client addresses a summary line lists.
+const maxClients = 32
 
 // maxSummaries bounds the kinds followed at once; past it a line is
 // written as it is (messages are fixed strings in the code: a handful).
@@ -82,6 +93,7 @@ func (h *LogSummary) Handle(ctx context.Context, r slog.Record) error {
 	if sm := s.kinds[k]; sm != nil {
 		sm.n++
 		sm.last, sm.h = r.Clone(), h.next
+		sm.addClient(r)
 		s.mu.Unlock()
 		return nil
 	}
@@ -103,12 +115,12 @@ func (s *summaries) flush(k summaryKey, final bool) {
 		s.mu.Unlock()
 		return
 	}
-	n, last, h := sm.n, sm.last, sm.h
+	n, last, h, clients, unlisted := sm.n, sm.last, sm.h, sm.clients, sm.unlisted
 	if n == 0 || final {
 		sm.timer.Stop()
 		delete(s.kinds, k)
 	} else {
-		sm.n = 0
+		sm.n, sm.clients, sm.unlisted = 0, nil, 0
 		sm.timer.Reset(s.every)
 	}
 	s.mu.Unlock()
@@ -117,6 +129,12 @@ func (s *summaries) flush(k summaryKey, final bool) {
 	}
 	out := slog.NewRecord(time.Now(), last.Level, last.Message, 0)
 	out.AddAttrs(slog.Int("repeated", n), slog.Duration("in_last", s.every))
+	if len(clients) > 0 {
+		out.AddAttrs(slog.String("clients", strings.Join(clients, " ")))
+		if unlisted > 0 {
+			out.AddAttrs(slog.Int("from_other_clients", unlisted))
+		}
+	}
 	attrs := make([]any, 0, last.NumAttrs())
 	last.Attrs(func(a slog.Attr) bool {
 		attrs = append(attrs, a)
@@ -124,6 +142,24 @@ func (s *summaries) flush(k summaryKey, final bool) {
 	})
 	out.AddAttrs(slog.Group("last", attrs...))
 	_ = h.Handle(context.Background(), out)
+}
+
+// addClient notes the client address r names, if any.
+func (sm *summary) addClient(r slog.Record) {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "client" {
+			return true
+		}
+		c := a.Value.String()
+		switch {
+		case slices.Contains(sm.clients, c):
+		case len(sm.clients) < maxClients:
+			sm.clients = append(sm.clients, c)
+		default:
+			sm.unlisted++
+		}
+		return false
+	})
 }
 
 // Flush writes every summary under way and stops summarising: what is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func TestRepeatedWarningsAreSummarised(t *testing.T) {
 	h := NewLogSummary(slog.NewJSONHandler(&out, nil), 300*time.Millisecond)
 	log := slog.New(h).With("component", "test")
 	for i := range 1000 {
-		log.Warn("redis unavailable", "request_id", i)
+		log.Warn("redis unavailable", "request_id", i, "client", "10.0.0."+strconv.Itoa(i%3))
 		log.Info("request", "n", i)
 		log.LogAttrs(everyLine(context.Background()), slog.LevelError, "request", slog.Int("status", 503))
 	}
@@ -98,6 +99,9 @@ func TestRepeatedWarningsAreSummarised(t *testing.T) {
 	}
 	if last["component"] != "test" {
 		t.Errorf("summary line %v: want the logger's attributes", last)
+	}
+	if last["clients"] != "10.0.0.1 10.0.0.2 10.0.0.0" {
+		t.Errorf("summary line %v: want the client addresses the repeats named", last)
 	}
 	if g, _ := last["last"].(map[string]any); g == nil || g["request_id"] != 999.0 {
 		t.Errorf("summary line %v: want the last one's attributes under last", last)
