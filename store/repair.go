@@ -253,7 +253,7 @@ func (rp *repairer[T]) checkAll(ctx context.Context, x *suspects) error {
 // belongs in but lacks (or has with a wrong score), and the suspect entries
 // it has but does not belong in.
 type verdict struct {
-	exists         bool
+	exists         bool // the record is there and can be read
 	missing, extra []ixEntry
 }
 
