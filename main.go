@@ -38,6 +38,10 @@ import (
 //go:embed layouts partials public
 var files embed.FS
 
+// logSummaryEvery is how often repeated warnings and errors of one kind
+// are summarised in one line.
+const logSummaryEvery = 10 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -188,10 +192,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	logOut := newBufferedLog(stdout)
 	defer logOut.Close()
-	log := slog.New(slog.NewTextHandler(logOut, nil))
+	var handler slog.Handler = slog.NewTextHandler(logOut, nil)
 	if cfg.logFormat == "json" {
-		log = slog.New(slog.NewJSONHandler(logOut, nil))
+		handler = slog.NewJSONHandler(logOut, nil)
 	}
+	// Repeated warnings and errors (an outage's) are summarised once per
+	// logSummaryEvery; the access log keeps its line per request.
+	quiet := routes.NewLogSummary(handler, logSummaryEvery)
+	defer quiet.Flush()
+	log := slog.New(quiet)
 	if addr, _ := lookupEnv("ORDERS_PPROF"); addr != "" {
 		servePprof(addr, log)
 	}

@@ -94,7 +94,9 @@ func (h *handlers) logRequests(c *fiber.Ctx) error {
 	if status >= fiber.StatusInternalServerError {
 		level = slog.LevelError
 	}
-	h.log.LogAttrs(context.Background(), level, "request",
+	// Every request's line is written, even among many alike (an outage's
+	// 503s): the access log is one line per request.
+	h.log.LogAttrs(everyLine(context.Background()), level, "request",
 		slog.String("request_id", requestIDOf(c)),
 		slog.String("method", c.Method()),
 		slog.String("route", route),

@@ -393,12 +393,11 @@ func TestAttackSkewedIntentTakenOverBeforeWatch(t *testing.T) {
 	}
 }
 
-// TestAttackRepairTakesOverFreshIntent: `orders -repair` beside live
-// writers settles every intent whatever its age (Repair(fix) reconciles
-// with no minimum age), so it takes over intents of writers that have not
-// yet run their transaction (as a reconciler did whose clock was ahead of
-// the writer's): it settles the record as it still is and deletes the
-// intent. The writer's transaction must not then commit under that intent:
+// TestAttackRepairTakesOverFreshIntent: `orders -repair` beside a writer
+// that stalls after recording its intent (for longer than the reconciler
+// waits) takes the intent over before the writer has run its transaction
+// (as a reconciler did whose clock was ahead of the writer's): it settles
+// the record as it still is and deletes the intent. The writer's transaction must not then commit under that intent:
 // the writer dies right after its transaction, and nothing else would ever
 // name the entries it changed.
 func TestAttackRepairTakesOverFreshIntent(t *testing.T) {
@@ -494,8 +493,8 @@ func TestAttackSettleOfALaterStateFails(t *testing.T) {
 }
 
 // TestAttackIntentTakenOverMidSettle: the reconciler (here orders -repair,
-// which takes every intent over whatever its age; a reconciler whose clock
-// is ahead does the same) settles and deletes a writer's intent after the
+// while the writer stalls past the reconciler's wait; a reconciler whose
+// clock is ahead did the same) settles and deletes a writer's intent after the
 // writer's transaction but while its own settle is on its way; a later
 // write is made and settled; then the writer's settle pipeline lands (the
 // entries of a state that is no more), and its second round fails. No
