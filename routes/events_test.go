@@ -1364,7 +1364,7 @@ func replicate(t *testing.T, replica, master *ownRedis) {
 	if err := mc.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.SlaveOf(ctx, "127.0.0.1", strconv.Itoa(master.port)).Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(master.port)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -1379,7 +1379,7 @@ func replicate(t *testing.T, replica, master *ownRedis) {
 	if n, err := mc.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
 		t.Fatalf("WAIT 1: %d, %v", n, err)
 	}
-	if err := rc.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -611,8 +611,8 @@ func (f *Feed) Replay(ctx context.Context, after string, check bool) ([]Event, e
 	return out, nil
 }
 
-// After reports whether cursor a comes after cursor b in a stream (a
-// malformed one comes before everything).
+// After reports whether cursor a comes after cursor b in a stream, by
+// their places (tokens aside; a malformed one comes before everything).
 func After(a, b string) bool {
 	ca, oka := parseCursor(a)
 	cb, okb := parseCursor(b)
