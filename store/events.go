@@ -227,6 +227,8 @@ func parseCursor(s string) (cursor, bool) {
 	return cursor{ms, seq, token}, err1 == nil && err2 == nil
 }
 
+// validToken reports whether t may be a token: what eventToken makes, or
+// a little longer.
 func validToken(t string) bool {
 	if t == "" || len(t) > maxToken {
 		return false
@@ -324,7 +326,7 @@ func (sub *Subscription) Behind() bool {
 
 // Reset reports whether the subscription was dropped because the feed
 // may have missed events (the stream was trimmed past it during an
-// outage).
+// outage, or Redis forgot the events it had handed on).
 func (sub *Subscription) Reset() bool {
 	sub.f.mu.Lock()
 	defer sub.f.mu.Unlock()
@@ -560,8 +562,8 @@ const ReplayBatch = 500
 // Replay returns the events after cursor after, at most ReplayBatch of
 // them, oldest first (none: the client is up to date). check asks that
 // the cursor be verified too: ErrCursorGone unless the stream still holds
-// the very event it names (its id and its token), or, for 0-0, the
-// stream's start, unless the stream may have been trimmed. The events are
+// the very event the cursor names (its id and its token); 0-0, the
+// stream's start, is served until the stream may have been trimmed. The events are
 // read first and the cursor checked after, in one round trip: an entry
 // leaves a stream only with those before it (trimmed) or with those after
 // it (a Redis that forgot), so an event still held after the read was
