@@ -563,11 +563,11 @@ const ReplayBatch = 500
 // them, oldest first (none: the client is up to date). check asks that
 // the cursor be verified too: ErrCursorGone unless the stream still holds
 // the very event the cursor names (its id and its token); 0-0, the
-// stream's start, is served until the stream may have been trimmed. The events are
-// read first and the cursor checked after, in one round trip: an entry
-// leaves a stream only with those before it (trimmed) or with those after
-// it (a Redis that forgot), so an event still held after the read was
-// held during it, and the events read follow it with no gap.
+// stream's start, is served until the stream may have been trimmed. The
+// events are read first and the cursor checked after, in one round trip:
+// an entry leaves a stream only with those before it (trimmed) or with
+// those after it (a Redis that forgot), so an event still held after the
+// read was held during it, and the events read follow it with no gap.
 func (f *Feed) Replay(ctx context.Context, after string, check bool) ([]Event, error) {
 	c, ok := parseCursor(after)
 	if !ok {
