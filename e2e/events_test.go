@@ -894,12 +894,12 @@ func TestEventsStalledSubscriber(t *testing.T) {
 		t.Fatalf("%d subscribers after the stalled one was cut off, want 1 (the other)", n)
 	}
 	// Every event since the stalled stream opened, as Redis keeps them.
-	msgs, err := tg.Client.XRange(ctx, key, "("+newest[0].ID, "+").Result()
-	if err != nil || len(msgs) != writes {
-		t.Fatalf("XRANGE %s: %d events (%v), want %d", key, len(msgs), err, writes)
+	msgs := testutil.Events(t, feed, newest[0].ID)
+	if len(msgs) != writes {
+		t.Fatalf("the stream %s holds %d events since the stalled stream opened, want %d", key, len(msgs), writes)
 	}
-	same := func(e testutil.SSEEvent, m redis.XMessage) bool {
-		return e.ID == m.ID && e.Event == m.Values["a"] && e.Data == m.Values["d"]
+	same := func(e testutil.SSEEvent, m store.Event) bool {
+		return e.ID == m.Cursor && e.Event == m.Action && e.Data == string(m.Data)
 	}
 
 	// The stalled client reads again: what was on its way, then the end.
@@ -1054,4 +1054,125 @@ func TestHelperEventClients(t *testing.T) {
 	}
 	fmt.Println("helper: got")
 	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// TestEventsResetAfterALossyClusterFailover: on a Cluster with replicas,
+// the replica of the master holding the orders' stream falls behind (it
+// stops, and its master drops it), events are added that only the master
+// has, and the master dies: the replica takes over without them, and new
+// events follow. A client back with the cursor of an event that was lost
+// gets a reset, not the new events as if nothing were missing; one back
+// with the cursor of an event the new master holds gets exactly what
+// followed it.
+func TestEventsResetAfterALossyClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a six-node cluster")
+	}
+	tc := startCluster(t, 3, 1)
+	app := startApp(t, tc.addrs())
+	opt := &redis.ClusterOptions{Addrs: strings.Split(tc.addrs(), ",")}
+	store.ClusterDeadlines(opt)
+	cc, closeCC := store.NewClusterClient(opt)
+	t.Cleanup(func() { _ = closeCC() })
+	feed := store.New(cc, store.Options{Cluster: true}).Feed(store.OrderEvents)
+	ctx := context.Background()
+	mc, err := cc.MasterForKey(ctx, "o:events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	master := tc.node(mc.Options().Addr)
+	nodes, err := tc.view(t, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replica *redisServer
+	for _, m := range nodes {
+		if m.addr != master.addr() {
+			continue
+		}
+		for _, r := range nodes {
+			if r.master == m.id {
+				replica = tc.node(r.addr)
+			}
+		}
+	}
+	if master == nil || replica == nil {
+		t.Fatalf("no master with a replica for o:events in %v", nodes)
+	}
+	create := func(name string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			r, err := call(app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": name}), testutil.HJSON)
+			if err == nil && r.Status == http.StatusCreated {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("creating %s: %v %v", name, r, err)
+			}
+		}
+	}
+	s := testutil.OpenSSE(t, app.base, "/orders/events", nil)
+	s.WaitOpen(t)
+	create("Kept 1")
+	create("Kept 2")
+	mcl := master.client(t)
+	if n, err := mcl.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 on the stream's master: %d, %v", n, err)
+	}
+	// The replica stops, and its master drops it after a second.
+	if err := mcl.ConfigSet(ctx, "repl-timeout", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	replica.signal(t, syscall.SIGSTOP)
+	if !poll(10*time.Second, func() bool {
+		info, _ := mcl.Info(ctx, "replication").Result()
+		return strings.Contains(info, "connected_slaves:0")
+	}) {
+		t.Fatal("the master did not drop its stopped replica within 10 s")
+	}
+	create("Lost 1")
+	create("Lost 2")
+	create("Lost 3")
+	seen := s.WaitEvents(t, 5, 5*time.Second)
+	s.Close()
+	kept, lost := seen[1].ID, seen[4].ID
+
+	killed := time.Now()
+	tc.kill(t, master)
+	replica.signal(t, syscall.SIGCONT)
+	if !poll(30*time.Second, func() bool {
+		ns, err := tc.view(t, replica)
+		return err == nil && slices.ContainsFunc(ns, func(n clusterNode) bool { return n.addr == replica.addr() && n.isMaster })
+	}) {
+		t.Fatal("the replica did not take over within 30 s")
+	}
+	promoted := time.Since(killed)
+	create("After 1")
+	create("After 2")
+	var all []store.Event
+	var rerr error
+	if !poll(10*time.Second, func() bool {
+		all, rerr = feed.Replay(ctx, "0-0", false)
+		return rerr == nil && len(all) >= 4
+	}) {
+		t.Fatalf("the new master's stream holds %d events (%v), want the 2 kept and 2 new", len(all), rerr)
+	}
+	if all[1].Cursor != kept {
+		t.Fatalf("the new master's stream: %v, want the kept event %s second", all, kept)
+	}
+
+	back := testutil.OpenSSE(t, app.base, "/orders/events", map[string]string{"Last-Event-ID": lost})
+	if m, ok := back.Next(5 * time.Second); !ok || m.Event != store.ActionReset || !m.HasID {
+		t.Errorf("Last-Event-ID %s of an event the failover lost: %s (%v), want a reset", lost, m, ok)
+	}
+	back.Close()
+	back = testutil.OpenSSE(t, app.base, "/orders/events", map[string]string{"Last-Event-ID": kept})
+	got := back.WaitEvents(t, len(all)-2, 5*time.Second)
+	for i, e := range all[2:] {
+		if g := got[i]; g.ID != e.Cursor || g.Event != e.Action || g.Data != string(e.Data) {
+			t.Errorf("Last-Event-ID %s of a kept event: event %d is %s, want %s %s %s", kept, i, g, e.Cursor, e.Action, e.Data)
+		}
+	}
+	back.Close()
+	t.Logf("the replica took over %v after the kill; the stream lost %v, kept %d events and has %d new", promoted.Round(100*time.Millisecond), []string{seen[2].ID, seen[3].ID, seen[4].ID}, 2, len(all)-2)
 }

@@ -22,12 +22,13 @@ import (
 //
 //	retry: 1000
 //
-//	id: 1732385000000-0
+//	id: 1732385000000-0.3qm364uttbv6k
 //	event: updated
 //	data: {"id":42,"version":3,"status":"confirmed"}
 //
 // Last-Event-ID (or ?after=, for a client that cannot set headers) replays
-// what the client missed from Redis; a cursor the stream no longer holds
+// what the client missed from Redis; a cursor whose event the stream no
+// longer holds (trimmed, or forgotten by a Redis that went back in time)
 // gets "event: reset" (read again what you show), then the live events. A
 // comment every heartbeat keeps proxies and clients from thinking the
 // connection dead. Each instance holds at most MaxStreams streams (503 and

@@ -658,9 +658,9 @@ func TestEventsReplaySeam(t *testing.T) {
 }
 
 // TestEventsCursors: whatever Last-Event-ID or ?after= a client sends,
-// the answer is a stream (never a 500): the events after a cursor the
-// stream holds, else event: reset (data {}, the id to go on from) and the
-// live events.
+// the answer is a stream (never a 500): the events after a cursor of an
+// event the stream holds, else event: reset (data {}, the id to go on
+// from) and the live events.
 func TestEventsCursors(t *testing.T) {
 	st := testutil.NewStore(t, testutil.Miniredis(t))
 	l := serveLive(t, "cursors", st)
@@ -712,10 +712,8 @@ func TestEventsCursors(t *testing.T) {
 		return out
 	}
 	replays := map[string][]store.Event{}
-	for _, c := range []string{newest, middle, oldest, fmt.Sprintf("%d-99999", ms(all[1].Cursor)), all[1].Cursor + "0"} {
-		if !store.After(oldest, c) && !store.After(c, newest) {
-			replays[c] = after(c) // a cursor the stream could have had
-		}
+	for _, c := range []string{newest, middle, oldest} {
+		replays[c] = after(c)
 	}
 	// 0-0 is the stream's start (a page rendered before its first event):
 	// every event, the stream being short of EventsKept, so never trimmed.
@@ -727,6 +725,11 @@ func TestEventsCursors(t *testing.T) {
 		strings.Repeat("9", 5000), strings.Repeat("1-", 3000),
 		fmt.Sprintf("%d-0", ms(newest)+60000), // in the future
 		newest + "1",
+		// A cursor names one event the stream holds: not a place between
+		// two, nor an event's id with another token, or without its own.
+		fmt.Sprintf("%d-99999", ms(all[1].Cursor)), all[1].Cursor + "0",
+		strings.Split(middle, ".")[0], strings.Split(middle, ".")[0] + ".0", middle + ".1", middle + ".",
+		strings.Split(middle, ".")[0] + ".ZZ", strings.Split(middle, ".")[0] + "." + strings.Repeat("a", 17),
 	}
 	check := func(how, cursor string, h map[string]string, target string) {
 		t.Helper()
@@ -1345,6 +1348,125 @@ func TestEventsWhileMiniredisGoesAway(t *testing.T) {
 		t.Errorf("across the outage: %s", d)
 	}
 	t.Logf("%d opens", f.opens)
+}
+
+// replicate makes replica a copy of master, waits until it holds every
+// write master acknowledged, and detaches it again: a replica that a
+// failover would promote, with what it had then.
+func replicate(t *testing.T, replica, master *ownRedis) {
+	t.Helper()
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: replica.addr(), MaxRetries: -1})
+	defer rc.Close()
+	mc := redis.NewClient(&redis.Options{Addr: master.addr(), MaxRetries: -1})
+	defer mc.Close()
+	// A full sync waits 5 s by default for more replicas to share it.
+	if err := mc.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(master.port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, _ := rc.Info(ctx, "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not become a replica of %s: %s", replica.addr(), master.addr(), info)
+		}
+	}
+	if n, err := mc.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1: %d, %v", n, err)
+	}
+	if err := rc.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEventsResetWhenRedisForgot: Redis goes back to an older state while
+// clients follow the stream through two instances: restored from an
+// older backup, or replaced by a replica that had not got the newest
+// events (what a failover that loses writes leaves). A client that comes
+// back, to either instance, with the cursor of an event Redis no longer
+// has gets a reset, not the newer events as if nothing were missing; one
+// with the cursor of an event Redis still has gets exactly what followed;
+// a client that was following all along is reset and goes on.
+func TestEventsResetWhenRedisForgot(t *testing.T) {
+	for _, how := range []string{"a restore from an older backup", "a failover to a replica that lagged"} {
+		t.Run(how, func(t *testing.T) {
+			r := startOwnRedis(t)
+			var mark, forget func()
+			if strings.HasPrefix(how, "a restore") {
+				mark = r.save
+				forget = func() { r.stop(); r.start() }
+			} else {
+				replica := startOwnRedis(t)
+				mark = func() { replicate(t, replica, r) }
+				// The old master takes the replica's data, and stands in for
+				// it at the address the instances know.
+				forget = func() { replicate(t, r, replica) }
+			}
+			st, feed, f := followOver(t, r.addr())
+			o := &redis.Options{Addr: r.addr()}
+			store.Deadlines(o)
+			rc := redis.NewClient(o)
+			t.Cleanup(func() { rc.Close() })
+			other := serveLive(t, "other", store.New(rc, store.Options{}))
+			ctx := context.Background()
+			create := func(name string) {
+				t.Helper()
+				for range 100 {
+					if _, err := st.Create(ctx, store.Input{Customer: ptr(name)}); err == nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				t.Fatalf("Create(%s) keeps failing", name)
+			}
+			create("Kept 1")
+			create("Kept 2")
+			mark()
+			create("Lost 1")
+			create("Lost 2")
+			create("Lost 3")
+			before := testutil.Events(t, feed, "0-0")
+			if !f.until(10*time.Second, hasCursor(before[len(before)-1].Cursor)) {
+				t.Fatalf("the follower did not get the events before (%d)", len(f.events()))
+			}
+			resets := f.resets
+
+			forget()
+			create("After 1")
+			create("After 2")
+			after := testutil.Events(t, feed, "0-0")
+			if len(after) != 4 || after[1].Cursor != before[1].Cursor {
+				t.Fatalf("Redis holds %d events after forgetting, want the 2 kept and 2 new", len(after))
+			}
+			for _, base := range []string{f.bases[0], other.base} {
+				for _, lost := range []string{before[3].Cursor, before[4].Cursor} {
+					s := testutil.OpenSSE(t, base, "/orders/events", map[string]string{"Last-Event-ID": lost})
+					if m, ok := s.Next(3 * time.Second); !ok || m.Event != store.ActionReset || !m.HasID {
+						t.Errorf("%s, Last-Event-ID %s of an event Redis lost: %s (%v), want a reset", base, lost, m, ok)
+					}
+					s.Close()
+				}
+				kept := before[1].Cursor
+				s := testutil.OpenSSE(t, base, "/orders/events", map[string]string{"Last-Event-ID": kept})
+				got := s.WaitEvents(t, 2, 3*time.Second)
+				if d := sameEvents(got, after[2:]); d != "" {
+					t.Errorf("%s, Last-Event-ID %s of an event Redis kept: %s", base, kept, d)
+				}
+				s.Close()
+			}
+			if !f.until(10*time.Second, hasCursor(after[3].Cursor)) {
+				t.Errorf("the follower did not get the newest event (%d events, %d resets, %d opens)", len(f.events()), f.resets, f.opens)
+			}
+			if f.resets == resets {
+				t.Errorf("the follower was not reset: events %v", f.events()[len(before):])
+			}
+		})
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 func openEmbedded(t *testing.T, opt store.EmbeddedOptions) *store.Embedded {
@@ -856,4 +857,54 @@ func TestEmbeddedXReadBlockDuringSnapshotsUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d entries acknowledged and read back, %d snapshots", total, snaps.Load())
+}
+
+// TestEmbeddedResetsACursorLostWithAnOlderSnapshot: the embedded store
+// started from an older snapshot (a backup put back, or the last
+// snapshot before a crash) has lost the newest events. A cursor of a lost
+// event is gone once new events are added past it; a cursor of an event
+// the snapshot held replays exactly what followed.
+func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "orders.json")
+	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	s := store.New(e.Client(), store.Options{})
+	for i := range 2 {
+		_, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Kept ", i))})
+		must(t, err)
+	}
+	must(t, e.Snapshot())
+	backup, err := os.ReadFile(path)
+	must(t, err)
+	for i := range 3 {
+		_, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Lost ", i))})
+		must(t, err)
+	}
+	before := testutil.Events(t, s.Feed(store.OrderEvents), "0-0")
+	must(t, e.Close())
+	must(t, os.WriteFile(path, backup, 0o600))
+
+	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	defer e2.Close()
+	s2 := store.New(e2.Client(), store.Options{})
+	feed := s2.Feed(store.OrderEvents)
+	for i := range 2 {
+		_, err := s2.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("After ", i))})
+		must(t, err)
+	}
+	after := testutil.Events(t, feed, "0-0")
+	if len(before) != 5 || len(after) != 4 || after[1].Cursor != before[1].Cursor {
+		t.Fatalf("%d events before, %d after the older snapshot, want 5 and 4 (the first two the same)", len(before), len(after))
+	}
+	for _, e := range before[2:] {
+		if evs, err := feed.Replay(ctx, e.Cursor, true); !errors.Is(err, store.ErrCursorGone) {
+			t.Errorf("Replay(%s) of an event the older snapshot lost: %d events, %v; want ErrCursorGone", e.Cursor, len(evs), err)
+		}
+	}
+	evs, err := feed.Replay(ctx, before[1].Cursor, true)
+	must(t, err)
+	if d := sameCursors(evs, after[2:]); d != "" {
+		t.Errorf("Replay(%s) of an event the older snapshot held: %s", before[1].Cursor, d)
+	}
 }

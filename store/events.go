@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,16 @@ import (
 // every Subscription, each with a bounded buffer. A subscriber that falls
 // behind is dropped, and its client reconnects with the last event it got
 // (Last-Event-ID), which Replay serves from Redis.
+//
+// Redis can forget: a restore from an older backup, a failover to a
+// replica that had not received the newest writes, a wipe. The stream then
+// goes back to an older state and the ids it hands out next may be ones
+// it handed out before, for other events. So a cursor names one exact
+// entry: its id and a random token written in the entry (field t). A
+// cursor is served only while the stream holds that very entry; any other
+// answer (gone, or the id now holds an entry with another token) is a
+// reset. Every instance reads the same entry, so every instance decides
+// the same way, with nothing kept in memory.
 
 // EventsKept is how many events a stream keeps at least (XADD MAXLEN ~):
 // what a client that reconnects can be given again.
@@ -45,8 +56,9 @@ const (
 
 // Event is one event of a stream: Action is created, updated or deleted
 // (reset: the reader missed events and must read again what it shows),
-// Cursor its place in the stream (an opaque id: Last-Event-ID), Data its
-// JSON ({"id": 42, "version": 3, "status": "confirmed"}).
+// Cursor its place in the stream (opaque to clients, Last-Event-ID: the
+// entry's id and token, "<ms>-<seq>.<token>"), Data its JSON ({"id": 42,
+// "version": 3, "status": "confirmed"}).
 type Event struct {
 	Cursor string
 	Action string
@@ -79,10 +91,16 @@ func changeEvent[T any](k *kind[T], cur, next *T) (action string, data []byte) {
 	return ActionUpdated, k.event(next)
 }
 
-// queueEvent queues the XADD of an event (in a transaction, or alone).
+// queueEvent queues the XADD of an event (in a transaction, or alone),
+// with a token of its own (eventToken).
 func queueEvent(ctx context.Context, p redis.Cmdable, key, action string, data []byte) *redis.StringCmd {
-	return p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: EventsKept, Approx: true, ID: "*", Values: []any{"a", action, "d", data}})
+	return p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: EventsKept, Approx: true, ID: "*", Values: []any{"a", action, "d", data, "t", eventToken()}})
 }
+
+// eventToken is an entry's token: 64 random bits, so that an entry whose id
+// a forgetful Redis handed out again is told from the one a client saw.
+// Uniqueness is all it needs (no secret): the process's random source.
+func eventToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // publishAfter adds the event of a change whose transaction could not hold
 // it (a sharded kind), even past ctx's end: the write happened. Added
@@ -183,27 +201,85 @@ func (s *Store) eventsKey(name string) (string, bool) {
 	return "", false
 }
 
-// cursor is a stream entry id, "<ms>-<seq>", as numbers to compare.
-type cursor struct{ ms, seq uint64 }
+// cursor is a place in a stream: an entry's id, "<ms>-<seq>", as numbers
+// to compare, and the entry's token. The zero cursor, 0-0, is the
+// stream's start. The token is empty for an entry written before entries
+// had tokens: such a cursor matches only such an entry.
+type cursor struct {
+	ms, seq uint64
+	token   string
+}
 
+// maxToken is the longest token a cursor may carry (eventToken's are 13
+// characters at most).
+const maxToken = 16
+
+// parseCursor reads a cursor as String writes it: "<ms>-<seq>" or
+// "<ms>-<seq>.<token>", the token lower-case letters and digits.
 func parseCursor(s string) (cursor, bool) {
-	a, b, ok := strings.Cut(s, "-")
-	if !ok || len(s) > 41 {
+	id, token, dotted := strings.Cut(s, ".")
+	a, b, ok := strings.Cut(id, "-")
+	if !ok || len(id) > 41 || dotted && !validToken(token) {
 		return cursor{}, false
 	}
 	ms, err1 := strconv.ParseUint(a, 10, 64)
 	seq, err2 := strconv.ParseUint(b, 10, 64)
-	return cursor{ms, seq}, err1 == nil && err2 == nil
+	return cursor{ms, seq, token}, err1 == nil && err2 == nil
 }
 
+// validToken reports whether t may be a token: what eventToken makes, or
+// a little longer.
+func validToken(t string) bool {
+	if t == "" || len(t) > maxToken {
+		return false
+	}
+	for _, r := range t {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// entryCursor is the cursor of stream entry m.
+func entryCursor(m redis.XMessage) (cursor, bool) {
+	c, ok := parseCursor(m.ID)
+	if !ok || c.token != "" {
+		return cursor{}, false
+	}
+	c.token, _ = m.Values["t"].(string)
+	return c, true
+}
+
+// less orders cursors by their place in the stream (tokens aside).
 func (c cursor) less(d cursor) bool { return c.ms < d.ms || c.ms == d.ms && c.seq < d.seq }
 
-func (c cursor) String() string {
+// id is the stream entry id, for XREAD and XRANGE.
+func (c cursor) id() string {
 	return strconv.FormatUint(c.ms, 10) + "-" + strconv.FormatUint(c.seq, 10)
 }
 
+// String is the cursor as clients get it.
+func (c cursor) String() string {
+	if c.token == "" {
+		return c.id()
+	}
+	return c.id() + "." + c.token
+}
+
+// holds reports whether entries, the answer to an XRANGE of c's id, are
+// the very entry c names.
+func (c cursor) holds(entries []redis.XMessage) bool {
+	if len(entries) == 0 {
+		return false
+	}
+	e, ok := entryCursor(entries[0])
+	return ok && e == c
+}
+
 func toEvent(m redis.XMessage) Event {
-	e := Event{Cursor: m.ID}
+	c, _ := entryCursor(m)
+	e := Event{Cursor: c.String()}
 	e.Action, _ = m.Values["a"].(string)
 	d, _ := m.Values["d"].(string)
 	e.Data = json.RawMessage(d)
@@ -250,7 +326,7 @@ func (sub *Subscription) Behind() bool {
 
 // Reset reports whether the subscription was dropped because the feed
 // may have missed events (the stream was trimmed past it during an
-// outage).
+// outage, or Redis forgot the events it had handed on).
 func (sub *Subscription) Reset() bool {
 	sub.f.mu.Lock()
 	defer sub.f.mu.Unlock()
@@ -343,7 +419,7 @@ func (f *Feed) newest(ctx context.Context) (cursor, error) {
 	if len(ms) == 0 {
 		return cursor{}, nil
 	}
-	c, _ := parseCursor(ms[0].ID)
+	c, _ := entryCursor(ms[0])
 	return c, nil
 }
 
@@ -361,8 +437,9 @@ const readBlock = time.Second
 // brought, it checks that the stream still holds its place: when it does
 // not (trimmed past a reader that fell behind, a Redis that came back
 // empty, perhaps through a connection its client opened again without an
-// error, a FLUSHALL), events may be missing, and every subscription is
-// dropped with Reset.
+// error, a FLUSHALL, a restore from an older backup, a failover that lost
+// the newest events, and then maybe its id reused for another event),
+// events may be missing, and every subscription is dropped with Reset.
 func (f *Feed) read() {
 	ctx := context.Background()
 	failed := false
@@ -391,7 +468,7 @@ func (f *Feed) read() {
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, readBlock+2*time.Second)
-		res, err := f.s.rdb.XRead(rctx, &redis.XReadArgs{Streams: []string{f.key, from.String()}, Count: readBatch, Block: readBlock}).Result()
+		res, err := f.s.rdb.XRead(rctx, &redis.XReadArgs{Streams: []string{f.key, from.id()}, Count: readBatch, Block: readBlock}).Result()
 		cancel()
 		if errors.Is(err, redis.Nil) {
 			continue
@@ -420,7 +497,7 @@ func (f *Feed) read() {
 // hand gives one event to every subscription, dropping those whose
 // buffer is full.
 func (f *Feed) hand(m redis.XMessage) {
-	c, ok := parseCursor(m.ID)
+	c, ok := entryCursor(m)
 	if !ok {
 		return
 	}
@@ -459,22 +536,24 @@ func (f *Feed) resetAll() {
 }
 
 // gone reports whether the stream no longer holds event c, the feed's
-// place (a cursor before any event has nothing to lose).
+// place: no entry with its id, or one with another token (a cursor before
+// any event has nothing to lose).
 func (f *Feed) gone(ctx context.Context, c cursor) (bool, error) {
 	if c == (cursor{}) {
 		return false, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	ms, err := f.s.rdb.XRangeN(rctx, f.key, c.String(), c.String(), 1).Result()
+	ms, err := f.s.rdb.XRangeN(rctx, f.key, c.id(), c.id(), 1).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, err
 	}
-	return len(ms) == 0, nil
+	return !c.holds(ms), nil
 }
 
-// ErrCursorGone is Replay's error for a cursor it cannot serve: older
-// than the oldest event kept, newer than the newest, or not a cursor.
+// ErrCursorGone is Replay's error for a cursor it cannot serve: one that
+// names no event the stream holds (trimmed, forgotten by Redis, its id
+// reused for another event, never there), or not a cursor.
 var ErrCursorGone = errors.New("the events after this cursor are no longer kept")
 
 // ReplayBatch is the most events one Replay call returns.
@@ -482,48 +561,46 @@ const ReplayBatch = 500
 
 // Replay returns the events after cursor after, at most ReplayBatch of
 // them, oldest first (none: the client is up to date). check asks that
-// the cursor be verified too: ErrCursorGone when events after it may be
-// missing (it is older than the oldest event kept) or it names no event
-// the stream could have had (malformed, or newer than the newest). The
+// the cursor be verified too: ErrCursorGone unless the stream still holds
+// the very event the cursor names (its id and its token); 0-0, the
+// stream's start, is served until the stream may have been trimmed. The
 // events are read first and the cursor checked after, in one round trip:
-// the oldest event kept only moves on, so a cursor still kept after the
-// read was kept during it, and the events read follow it with no gap.
+// an entry leaves a stream only with those before it (trimmed) or with
+// those after it (a Redis that forgot), so an event still held after the
+// read was held during it, and the events read follow it with no gap.
 func (f *Feed) Replay(ctx context.Context, after string, check bool) ([]Event, error) {
 	c, ok := parseCursor(after)
 	if !ok {
 		return nil, ErrCursorGone
 	}
+	start := c == (cursor{})
 	var rc *redis.XStreamSliceCmd
-	var oc, nc *redis.XMessageSliceCmd
+	var ec *redis.XMessageSliceCmd
 	var lc *redis.IntCmd
 	_, err := f.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rc = p.XRead(ctx, &redis.XReadArgs{Streams: []string{f.key, c.String()}, Count: ReplayBatch, Block: -1})
-		if check {
-			oc = p.XRangeN(ctx, f.key, "-", "+", 1)
-			nc = p.XRevRangeN(ctx, f.key, "+", "-", 1)
+		rc = p.XRead(ctx, &redis.XReadArgs{Streams: []string{f.key, c.id()}, Count: ReplayBatch, Block: -1})
+		switch {
+		case check && start:
 			lc = p.XLen(ctx, f.key)
+		case check:
+			ec = p.XRangeN(ctx, f.key, c.id(), c.id(), 1)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrap(err)
 	}
-	if check {
-		oldest, newest := oc.Val(), nc.Val()
+	switch {
+	case check && start:
 		// 0-0 is the start of a stream (Newest of an empty one: a page
 		// rendered before the first event): every event after it is kept
 		// until the stream is first trimmed, which MAXLEN does only once it
 		// holds EventsKept.
-		fromStart := c == (cursor{}) && lc.Val() < EventsKept
-		if len(oldest) == 0 || len(newest) == 0 {
-			if fromStart {
-				return nil, nil // still empty: up to date
-			}
-			return nil, ErrCursorGone // nothing kept: not even the event it names
+		if lc.Val() >= EventsKept {
+			return nil, ErrCursorGone
 		}
-		first, _ := parseCursor(oldest[0].ID)
-		last, _ := parseCursor(newest[0].ID)
-		if (c.less(first) && !fromStart) || last.less(c) {
+	case check:
+		if !c.holds(ec.Val()) {
 			return nil, ErrCursorGone
 		}
 	}
@@ -536,8 +613,8 @@ func (f *Feed) Replay(ctx context.Context, after string, check bool) ([]Event, e
 	return out, nil
 }
 
-// After reports whether cursor a comes after cursor b in a stream (a
-// malformed one comes before everything).
+// After reports whether cursor a comes after cursor b in a stream, by
+// their places (tokens aside; a malformed one comes before everything).
 func After(a, b string) bool {
 	ca, oka := parseCursor(a)
 	cb, okb := parseCursor(b)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
@@ -331,6 +332,205 @@ func TestReplayFromTheStart(t *testing.T) {
 			}
 			if _, err := feed.Replay(ctx, "0-0", true); !errors.Is(err, store.ErrCursorGone) {
 				t.Errorf("Replay(0-0) of a trimmed stream: %v, want ErrCursorGone", err)
+			}
+		})
+	}
+}
+
+// snapshotStream copies a stream's entries (what a backup of it holds).
+func snapshotStream(t *testing.T, c redis.Cmdable, key string) []redis.XMessage {
+	t.Helper()
+	ms, err := c.XRange(context.Background(), key, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// restoreStream puts a stream back as a snapshot had it, entries and ids:
+// what a Redis restored from a backup, or a replica promoted before it
+// got the newest events, holds.
+func restoreStream(t *testing.T, c redis.Cmdable, key string, snap []redis.XMessage) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap {
+		var vals []any
+		for k, v := range m.Values {
+			vals = append(vals, k, v)
+		}
+		if err := c.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: m.ID, Values: vals}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sameCursors reports how got differs from want, by cursor ("" when not).
+func sameCursors(got, want []store.Event) string {
+	var g, w []string
+	for _, e := range got {
+		g = append(g, e.Cursor)
+	}
+	for _, e := range want {
+		w = append(w, e.Cursor)
+	}
+	if strings.Join(g, " ") == strings.Join(w, " ") {
+		return ""
+	}
+	return fmt.Sprintf("events %v, want %v", g, w)
+}
+
+// TestReplayResetsACursorRedisForgot: Redis goes back to an older copy of
+// the stream (a restore from a backup, a failover to a replica that had
+// not got the newest events). A cursor of an event it no longer has is
+// gone, whether the stream has nothing newer yet or has new events past
+// it; a cursor of an event it still has replays exactly what follows.
+func TestReplayResetsACursorRedisForgot(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx := context.Background()
+			feed := f.s.Feed(store.OrderEvents)
+			key := f.prefix + "o:events"
+			f.create(t, "Kept 1")
+			f.create(t, "Kept 2")
+			snap := snapshotStream(t, tg.Client, key)
+			a := f.create(t, "Lost 1")
+			f.update(t, a.ID, store.Input{Customer: ptr("Lost 1, renamed")})
+			f.create(t, "Lost 2")
+			before := testutil.Events(t, feed, "0-0")
+			if len(before) != 5 {
+				t.Fatalf("%d events, want 5", len(before))
+			}
+			kept, lost, newest := before[0].Cursor, before[3].Cursor, before[4].Cursor
+
+			restoreStream(t, tg.Client, key, snap)
+			// Nothing newer yet: the lost cursors are past the stream's end.
+			for _, c := range []string{lost, newest} {
+				if evs, err := feed.Replay(ctx, c, true); !errors.Is(err, store.ErrCursorGone) {
+					t.Errorf("Replay(%s) of an event past the restored stream's end: %d events, %v; want ErrCursorGone", c, len(evs), err)
+				}
+			}
+			// New events, with ids past the lost ones.
+			f.create(t, "After 1")
+			f.create(t, "After 2")
+			after := testutil.Events(t, feed, "0-0")
+			for _, c := range []string{lost, newest} {
+				if evs, err := feed.Replay(ctx, c, true); !errors.Is(err, store.ErrCursorGone) {
+					t.Errorf("Replay(%s) of an event the restored stream lost: %d events (%v), %v; want ErrCursorGone", c, len(evs), sameCursors(evs, nil), err)
+				}
+			}
+			evs, err := feed.Replay(ctx, kept, true)
+			if err != nil {
+				t.Fatalf("Replay(%s) of an event the restored stream has: %v", kept, err)
+			}
+			if d := sameCursors(evs, after[1:]); d != "" {
+				t.Errorf("Replay(%s) of an event the restored stream has: %s", kept, d)
+			}
+		})
+	}
+}
+
+// TestEventsResetWhenAnIDIsReused: a Redis that came back empty, or went
+// back in time, may give a new event the id of one a client saw. Neither
+// the feed nor a replay takes it for the event the client saw: the
+// subscription is reset, and the old cursor is gone.
+func TestEventsResetWhenAnIDIsReused(t *testing.T) {
+	mr := miniredis.RunT(t)
+	mr.SetTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // XADD * ids from a clock that stands still
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	f := fresh(t, testutil.Target{Name: "miniredis", Client: c})
+	ctx := context.Background()
+	feed := f.s.Feed(store.OrderEvents)
+	sub, err := feed.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for i := range 3 {
+		f.create(t, fmt.Sprint("Before ", i))
+	}
+	var seen []store.Event
+	for range 3 {
+		seen = append(seen, next(t, sub))
+	}
+
+	mr.FlushAll()
+	for i := range 4 {
+		f.create(t, fmt.Sprint("After ", i))
+	}
+	now := testutil.Events(t, feed, "0-0")
+	if len(now) != 4 {
+		t.Fatalf("%d events after the wipe, want 4", len(now))
+	}
+	ids := func(c string) string { id, _, _ := strings.Cut(c, "."); return id }
+	if ids(now[1].Cursor) != ids(seen[1].Cursor) {
+		t.Fatalf("the test needs reused ids: %s before, %s after", seen[1].Cursor, now[1].Cursor)
+	}
+
+	select {
+	case e, ok := <-sub.C:
+		if ok {
+			t.Errorf("the subscription got %s %s after the stream's ids were reused, want a reset", e.Cursor, describe(t, e))
+		} else if !sub.Reset() {
+			t.Errorf("the subscription ended without a reset (behind %v)", sub.Behind())
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the subscription neither ended nor got an event within 5 s")
+	}
+	for _, e := range seen[1:] {
+		if evs, err := feed.Replay(ctx, e.Cursor, true); !errors.Is(err, store.ErrCursorGone) {
+			t.Errorf("Replay(%s) whose id now names another event: %d events (%s), %v; want ErrCursorGone", e.Cursor, len(evs), sameCursors(evs, nil), err)
+		}
+	}
+	evs, err := feed.Replay(ctx, now[1].Cursor, true)
+	if err != nil {
+		t.Fatalf("Replay(%s) of the new event: %v", now[1].Cursor, err)
+	}
+	if d := sameCursors(evs, now[2:]); d != "" {
+		t.Errorf("Replay(%s) of the new event: %s", now[1].Cursor, d)
+	}
+}
+
+// TestReplayOfACursorWithoutToken: an event written before cursors named
+// their entry's token keeps its plain id as cursor, which replays while
+// the stream holds it; a plain id given for an event that has a token is
+// gone.
+func TestReplayOfACursorWithoutToken(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := fresh(t, tg)
+			ctx := context.Background()
+			feed := f.s.Feed(store.OrderEvents)
+			key := f.prefix + "o:events"
+			old, err := tg.Client.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "*", Values: []any{"a", "created", "d", `{"id":1,"version":1,"status":"pending"}`}}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.create(t, "With a token")
+			f.create(t, "With a token too")
+			all := testutil.Events(t, feed, "0-0")
+			if len(all) != 3 || all[0].Cursor != old {
+				t.Fatalf("events %v, want the old one's cursor %s first", sameCursors(all, nil), old)
+			}
+			evs, err := feed.Replay(ctx, old, true)
+			if err != nil {
+				t.Fatalf("Replay(%s) of an event without a token: %v", old, err)
+			}
+			if d := sameCursors(evs, all[1:]); d != "" {
+				t.Errorf("Replay(%s): %s", old, d)
+			}
+			plain, _, _ := strings.Cut(all[1].Cursor, ".")
+			if plain == all[1].Cursor {
+				t.Fatalf("cursor %s has no token", all[1].Cursor)
+			}
+			for _, c := range []string{plain, plain + ".0", plain + ".zz", all[1].Cursor + "0"} {
+				if evs, err := feed.Replay(ctx, c, true); !errors.Is(err, store.ErrCursorGone) {
+					t.Errorf("Replay(%s) of an event whose token is %s: %d events, %v; want ErrCursorGone", c, all[1].Cursor, len(evs), err)
+				}
 			}
 		})
 	}
