@@ -154,6 +154,7 @@ func New(cfg Config) (*fiber.App, error) {
 	})
 	h.routes = &routeTable{app: app}
 
+	app.Server().Handler = refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler)
 	app.Server().HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
 	}

@@ -286,3 +286,25 @@ func TestBodiesAreReadAsTheyArriveUpToOneMiB(t *testing.T) {
 		}
 	}
 }
+
+func TestAMethodTheServerDoesNotKnowNeverRunsItsBodyAsARequest(t *testing.T) {
+	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
+	addr := serveListener(t, a)
+	// The body is longer than fasthttp reads ahead (8 KiB); what lies past
+	// that must not be taken for a request of its own.
+	inner := "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	for _, c := range []struct{ name, framing, body string }{
+		{"Content-Length", "Content-Length: " + strconv.Itoa(8<<10+len(inner)) + "\r\n", strings.Repeat("p", 8<<10) + inner},
+		{"chunked", "Transfer-Encoding: chunked\r\n", fmt.Sprintf("%x\r\n%s\r\n", 9<<10, strings.Repeat("p", 9<<10)) + inner},
+	} {
+		got := exchangeRaw(t, addr, "FROB /orders HTTP/1.1\r\nHost: 127.0.0.1\r\n"+c.framing+"\r\n"+c.body)
+		res := readResponse(t, "FROB with a body", got)
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("FROB /orders (%s): got %d, want 400", c.name, res.StatusCode)
+		}
+		wantSecurityHeaders(t, "FROB /orders ("+c.name+")", res.Header)
+		if n := strings.Count(got, "HTTP/1.1 "); n != 1 {
+			t.Errorf("FROB /orders with a body (%s) that holds a request: %d answers on the connection, want 1 (the body ran as a request):\n%s", c.name, n, testutil.Snippet(got))
+		}
+	}
+}

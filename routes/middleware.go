@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // csp allows only the application's own scripts, styles and images: no
@@ -43,12 +44,43 @@ func securityHeaders(c *fiber.Ctx) error {
 // Strict-Transport-Security only when the request came over https (through
 // a trusted proxy that says so): over plain http it would mean nothing.
 func setSecurityHeaders(c *fiber.Ctx) {
-	c.Set("Content-Security-Policy", csp)
-	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set("Referrer-Policy", "same-origin")
-	c.Set("X-Frame-Options", "DENY")
+	setBaseSecurityHeaders(&c.Response().Header)
 	if c.Secure() {
 		c.Set(fiber.HeaderStrictTransportSecurity, hsts)
+	}
+}
+
+// setBaseSecurityHeaders sets the security headers that do not depend on
+// how the request arrived.
+func setBaseSecurityHeaders(h *fasthttp.ResponseHeader) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+// refuseUnknownMethods answers a request whose method is none of methods
+// with 400, the security headers, and the end of its connection. Left to
+// Fiber, such a request is answered before any middleware runs: without
+// the security headers, and without its body being read, so that on a
+// connection kept open the body's bytes past fasthttp's read-ahead were
+// taken for the next request (behind a proxy that passes any method on,
+// a request smuggled inside another). The connection lingers, so that a
+// client still sending its body reads the answer instead of a reset.
+func refuseUnknownMethods(methods []string, next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	known := make(map[string]bool, len(methods))
+	for _, m := range methods {
+		known[m] = true
+	}
+	return func(ctx *fasthttp.RequestCtx) {
+		if known[string(ctx.Method())] {
+			next(ctx)
+			return
+		}
+		ctx.Error("this server does not know the request's method\n", fasthttp.StatusBadRequest)
+		setBaseSecurityHeaders(&ctx.Response.Header)
+		ctx.SetConnectionClose()
+		lingerOnClose(ctx.Conn())
 	}
 }
 
