@@ -356,6 +356,22 @@ func (e *Embedded) tick() time.Duration {
 func (e *Embedded) gate(c *server.Peer, cmd string, args ...string) bool {
 	e.mu.Lock()
 	p := e.peers[c]
+	if p == nil && c.Ctx != nil {
+		// A peer never seen that already has miniredis's context is a Lua
+		// script's redis.call (miniredis gives each call a peer of its own,
+		// with the script's context; a connection's first command comes
+		// before miniredis gives it one). It runs inside the script's
+		// command, under the pause that command holds: taking pause shared
+		// again would wait behind a snapshot that waits for the script's
+		// own hold, while the script holds miniredis's lock, and every
+		// command would stop for good. Its keys are noted; the peer is not
+		// kept (a new one comes with every call).
+		e.mu.Unlock()
+		if !readOnlyCmd(e.srv, cmd) {
+			e.noteWrite(&peerState{}, cmd, args)
+		}
+		return false
+	}
 	if p == nil {
 		p = &peerState{}
 		e.peers[c] = p
@@ -440,6 +456,9 @@ func writtenKeys(cmd string, args []string) (keys []string, ok bool) {
 		return args[:1], true
 	case "DEL", "UNLINK":
 		return args, true
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
+		// A script's own commands pass the gate one by one, and are noted.
+		return nil, true
 	case "RENAME", "RENAMENX", "COPY":
 		if len(args) < 2 {
 			return nil, true
