@@ -23,6 +23,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
+	"orders/store"
 )
 
 // csp allows only the application's own scripts, styles and images: no
@@ -281,8 +283,11 @@ func actorName(c *fiber.Ctx) string {
 // Failed attempts are limited (store.Limits): an address or a user name
 // that has failed too often lately gets 429 with Retry-After before its
 // password is looked at, so a right password from it is refused too and
-// a guesser learns nothing. A request without credentials (a browser's
-// first, which brings up its prompt) is no attempt and counts nothing.
+// a guesser learns nothing. A wrong password is counted only while the
+// limit allows it, in one step that reads and counts: of guesses sent at
+// once, all let through before any was counted, those past the limit get
+// 429 too. A request without credentials (a browser's first, which brings
+// up its prompt) is no attempt and counts nothing.
 // When Redis does not answer, sign-in answers 503: the limits cannot be
 // read, and without them guessing would be free.
 func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber.Handler {
@@ -303,11 +308,14 @@ func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber
 		addr := h.proxies.clientAddr(c)
 		ctx, cancel := context.WithTimeout(c.UserContext(), timeout)
 		defer cancel()
+		throttled := func(th *store.Throttled) error {
+			h.log.Warn("sign-in throttled", "client", addr, "user", logName(account), "limit", th.Limit,
+				"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
+			return tooMany(c, th)
+		}
 		if err := h.limits.SignInAllowed(ctx, addr, account); err != nil {
 			if th := asThrottled(err); th != nil {
-				h.log.Warn("sign-in throttled", "client", addr, "user", logName(account), "limit", th.Limit,
-					"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
-				return tooMany(c, th)
+				return throttled(th)
 			}
 			h.log.Warn("sign-in refused: the limits cannot be read", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
 			return err
@@ -317,7 +325,10 @@ func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber
 			got = sha256.Sum256(raw)
 		}
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			if err := h.limits.SignInFailed(ctx, addr, account); err != nil {
+			if err := h.limits.CountFailedSignIn(ctx, addr, account); err != nil {
+				if th := asThrottled(err); th != nil {
+					return throttled(th)
+				}
 				h.log.Error("a failed sign-in could not be counted", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
 			}
 			h.log.Warn("sign-in failed", "client", addr, "user", logName(account), "request_id", requestIDOf(c))
