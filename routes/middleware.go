@@ -184,6 +184,25 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// bodyReadLocal marks a request whose body readBody has taken.
+const bodyReadLocal = "body_read"
+
+// closeUnreadBody closes the connection of a request answered without its
+// body having been read (refused before readBody), when it announced one:
+// fasthttp would take the bytes that follow for the next request. The
+// connection lingers, so that a client still sending reads the answer
+// instead of a reset; what it still sends is thrown away, never kept.
+func closeUnreadBody(c *fiber.Ctx) error {
+	err := c.Next()
+	if read, _ := c.Locals(bodyReadLocal).(bool); !read {
+		if n := c.Request().Header.ContentLength(); n > 0 || n == -1 { // -1: chunked
+			c.Context().SetConnectionClose()
+			lingerOnClose(c.Context().Conn())
+		}
+	}
+	return err
+}
+
 // readBody reads the request's body as it arrives, growing its buffer
 // with the bytes received (never by the Content-Length announced), and
 // refuses one larger than MaxBody with 413 as soon as it knows: from the
@@ -194,6 +213,7 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 // memory: c.Body, BodyParser, PostArgs and MultipartForm work as they
 // would without streaming.
 func readBody(c *fiber.Ctx) error {
+	c.Locals(bodyReadLocal, true)
 	req := c.Request()
 	if !req.IsBodyStream() {
 		return c.Next()
