@@ -154,6 +154,7 @@ func New(cfg Config) (*fiber.App, error) {
 	})
 	h.routes = &routeTable{app: app}
 
+	app.Server().Handler = refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler)
 	app.Server().HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
 	}
@@ -167,13 +168,15 @@ func New(cfg Config) (*fiber.App, error) {
 	}
 	// compress comes first: it sees every response as sent, errors included;
 	// then the security headers, which every answer carries, refusals too.
-	// The body is read before anything answers, so no refusal leaves
-	// unread bytes behind on a connection that stays open.
-	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, readBody, checkFraming, checkHost(cfg.AllowedHosts))
+	// The body is read only once the host and the credentials have passed:
+	// a client nobody signed in takes no memory for its body. A refusal
+	// before that closes the connection (closeUnreadBody), so the unread
+	// bytes are never taken for a request.
+	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, closeUnreadBody, checkFraming, checkHost(cfg.AllowedHosts))
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
 		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
 	}
-	app.Use(h.guardWrites, methodOverride)
+	app.Use(readBody, h.guardWrites, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
 		defer cancel()

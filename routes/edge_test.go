@@ -286,3 +286,67 @@ func TestBodiesAreReadAsTheyArriveUpToOneMiB(t *testing.T) {
 		}
 	}
 }
+
+func TestAMethodTheServerDoesNotKnowNeverRunsItsBodyAsARequest(t *testing.T) {
+	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
+	addr := serveListener(t, a)
+	// The body is longer than fasthttp reads ahead (8 KiB); what lies past
+	// that must not be taken for a request of its own.
+	inner := "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	for _, c := range []struct{ name, framing, body string }{
+		{"Content-Length", "Content-Length: " + strconv.Itoa(8<<10+len(inner)) + "\r\n", strings.Repeat("p", 8<<10) + inner},
+		{"chunked", "Transfer-Encoding: chunked\r\n", fmt.Sprintf("%x\r\n%s\r\n", 9<<10, strings.Repeat("p", 9<<10)) + inner},
+	} {
+		got := exchangeRaw(t, addr, "FROB /orders HTTP/1.1\r\nHost: 127.0.0.1\r\n"+c.framing+"\r\n"+c.body)
+		res := readResponse(t, "FROB with a body", got)
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("FROB /orders (%s): got %d, want 400", c.name, res.StatusCode)
+		}
+		wantSecurityHeaders(t, "FROB /orders ("+c.name+")", res.Header)
+		if n := strings.Count(got, "HTTP/1.1 "); n != 1 {
+			t.Errorf("FROB /orders with a body (%s) that holds a request: %d answers on the connection, want 1 (the body ran as a request):\n%s", c.name, n, testutil.Snippet(got))
+		}
+	}
+}
+
+func TestARequestRefusedBeforeSignInIsAnsweredWithoutReadingItsBody(t *testing.T) {
+	st := testutil.NewStore(t, testutil.Miniredis(t))
+	a := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "secret" })
+	addr := serveListener(t, a)
+	inner := "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	for _, c := range []struct {
+		name, headers string
+		want          int
+	}{
+		{"no credentials", "Host: 127.0.0.1\r\n", 401},
+		{"a wrong password", "Host: 127.0.0.1\r\nAuthorization: Basic ZGVzazp3cm9uZw==\r\n", 401},
+		{"a foreign host", "Host: rebound.evil.test\r\nAuthorization: Basic ZGVzazpzZWNyZXQ=\r\n", 421},
+	} {
+		// 1 MiB announced, 16 KiB sent (a request inside it), the rest held
+		// back: the refusal comes without waiting for the body the server
+		// never reads, and nothing in the body is run as a request.
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		body := strings.Repeat("p", 8<<10) + inner + strings.Repeat("q", 8<<10-len(inner))
+		if _, err := io.WriteString(conn, "POST /orders HTTP/1.1\r\n"+c.headers+"Content-Type: application/json\r\nContent-Length: "+strconv.Itoa(MaxBody)+"\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(conn)
+		conn.Close()
+		if len(got) == 0 {
+			t.Errorf("%s, 1 MiB announced and 16 KiB sent: no answer in 5 s (the server waits for the body before refusing)", c.name)
+			continue
+		}
+		res := readResponse(t, c.name, string(got))
+		if res.StatusCode != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, res.StatusCode, c.want)
+		}
+		wantSecurityHeaders(t, c.name, res.Header)
+		if n := strings.Count(string(got), "HTTP/1.1 "); n != 1 {
+			t.Errorf("%s: %d answers on the connection, want 1:\n%s", c.name, n, testutil.Snippet(string(got)))
+		}
+	}
+}

@@ -359,3 +359,40 @@ func TestClientAddressIsTheNearestUntrustedForwardedFor(t *testing.T) {
 		t.Errorf("X-Forwarded-For from an untrusted peer: client %q, want the peer 0.0.0.0", got)
 	}
 }
+
+func TestAtMostTheLimitOfConcurrentWrongPasswordsReachThePasswordCheck(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			app := signInApp(t, tg, newSettableClock(), nil)
+			// Guesses sent all at once, as a guesser with many connections
+			// does: a 401 says a guess was checked and wrong.
+			burst := func(n int, forwardedFor func(i int) string) map[int]int {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				got := map[int]int{}
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						r := signIn(t, app, forwardedFor(i), deskUser, "guess"+strconv.Itoa(i), "")
+						mu.Lock()
+						got[r.StatusCode]++
+						mu.Unlock()
+					}()
+				}
+				wg.Wait()
+				return got
+			}
+			got := burst(60, func(int) string { return "192.0.2.50" })
+			if got[http.StatusUnauthorized] != 10 || got[http.StatusTooManyRequests] != 50 {
+				t.Errorf("60 wrong passwords at once from one address: %v, want 10 checked (401) and 50 refused (429)", got)
+			}
+			// 60 at once from 60 fresh addresses: the account's limit holds
+			// too (10 of its 50 failures were counted above).
+			got = burst(60, func(i int) string { return "198.51.100." + strconv.Itoa(i+1) })
+			if got[http.StatusUnauthorized] != 40 || got[http.StatusTooManyRequests] != 20 {
+				t.Errorf("60 wrong passwords at once as one account from 60 addresses, after 10: %v, want 40 checked (401) and 20 refused (429)", got)
+			}
+		})
+	}
+}

@@ -23,7 +23,10 @@ type ListenerOptions struct {
 	// MaxConns is the most connections open at once; 0 means no cap.
 	MaxConns int
 	// MaxConnsPerIP is the most connections open at once from one client
-	// address; 0 means no cap.
+	// address; 0 means no cap. An IPv6 client is counted by its /64
+	// network, as the limits count it: one client usually holds a whole
+	// /64, and could otherwise open as many connections as it has
+	// addresses.
 	MaxConnsPerIP int
 	// TrustedProxies (IP addresses or CIDR ranges) are exempt from the
 	// per-address cap: every client of a proxy arrives from its address.
@@ -50,7 +53,7 @@ type Listener struct {
 	log        *slog.Logger
 
 	mu     sync.Mutex
-	byAddr map[netip.Addr]int
+	byAddr map[netip.Prefix]int
 
 	open                        atomic.Int64
 	refusedTotal, refusedPerIP  atomic.Uint64
@@ -66,7 +69,7 @@ func NewListener(ln net.Listener, o ListenerOptions) (*Listener, error) {
 		return nil, errors.New("connection caps must not be negative")
 	}
 	l := &Listener{Listener: ln, max: o.MaxConns, perIP: o.MaxConnsPerIP, log: o.Logger,
-		byAddr: map[netip.Addr]int{}, closed: make(chan struct{})}
+		byAddr: map[netip.Prefix]int{}, closed: make(chan struct{})}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -147,21 +150,20 @@ func (l *Listener) admit(c net.Conn) (net.Conn, bool) {
 	}
 	addr := remoteAddr(c)
 	counted := l.perIP > 0 && addr.IsValid() && !l.exempt(addr)
+	var client netip.Prefix
 	if counted {
+		client = clientNetwork(addr)
 		l.mu.Lock()
-		if l.byAddr[addr] >= l.perIP {
+		if l.byAddr[client] >= l.perIP {
 			l.mu.Unlock()
 			l.open.Add(-1)
 			l.refusedPerIP.Add(1)
 			return nil, false
 		}
-		l.byAddr[addr]++
+		l.byAddr[client]++
 		l.mu.Unlock()
 	}
-	lc := &limitedConn{Conn: c, l: l}
-	if counted {
-		lc.addr = addr
-	}
+	lc := &limitedConn{Conn: c, l: l, client: client}
 	return lc, true
 }
 
@@ -174,17 +176,27 @@ func (l *Listener) exempt(a netip.Addr) bool {
 	return false
 }
 
+// clientNetwork is what the per-address cap counts a connection from a
+// by: an IPv4 address itself, an IPv6 address's /64 network.
+func clientNetwork(a netip.Addr) netip.Prefix {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p
+	}
+	return netip.PrefixFrom(a, a.BitLen())
+}
+
 // release gives back what admit took for one connection.
-func (l *Listener) release(addr netip.Addr) {
+func (l *Listener) release(client netip.Prefix) {
 	l.open.Add(-1)
-	if !addr.IsValid() {
+	if !client.IsValid() {
 		return
 	}
 	l.mu.Lock()
-	if l.byAddr[addr] <= 1 {
-		delete(l.byAddr, addr)
+	if l.byAddr[client] <= 1 {
+		delete(l.byAddr, client)
 	} else {
-		l.byAddr[addr]--
+		l.byAddr[client]--
 	}
 	l.mu.Unlock()
 }
@@ -249,7 +261,7 @@ const (
 type limitedConn struct {
 	net.Conn
 	l      *Listener
-	addr   netip.Addr // valid when counted against its address
+	client netip.Prefix // valid when counted against its client's cap
 	once   sync.Once
 	linger atomic.Bool
 }
@@ -270,7 +282,7 @@ func (c *limitedConn) Close() error {
 		}
 	}
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.addr) })
+	c.once.Do(func() { c.l.release(c.client) })
 	return err
 }
 

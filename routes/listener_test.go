@@ -3,6 +3,7 @@ package routes
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"syscall"
@@ -226,5 +227,68 @@ func TestListenerConnectionsKeepTheirSocketOptions(t *testing.T) {
 	}
 	if err := sb.SetWriteBuffer(32 << 10); err != nil {
 		t.Errorf("SetWriteBuffer: %v", err)
+	}
+}
+
+// handingOutListener hands out the connections in conns, then says it is
+// closed.
+type handingOutListener struct {
+	net.Listener
+	conns chan net.Conn
+}
+
+func (l *handingOutListener) Accept() (net.Conn, error) {
+	if c, ok := <-l.conns; ok {
+		return c, nil
+	}
+	return nil, net.ErrClosed
+}
+
+// connFrom is one end of a pipe that says it comes from addr.
+type connFrom struct {
+	net.Conn
+	addr *net.TCPAddr
+}
+
+func (c connFrom) RemoteAddr() net.Addr { return c.addr }
+
+func TestAnIPv6ClientHoldsAtMostItsConnectionsAcrossItsNetwork(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tcp.Close() })
+	const perIP = 4
+	// One client holds a whole /64: each connection from another address
+	// in it, 12 in all, then one from a neighbouring /64.
+	var from []string
+	for i := 1; i <= 12; i++ {
+		from = append(from, fmt.Sprintf("2001:db8:1:2::%x", i*0x1111))
+	}
+	from = append(from, "2001:db8:1:3::1")
+	conns := make(chan net.Conn, len(from))
+	for _, a := range from {
+		c, other := net.Pipe()
+		t.Cleanup(func() { c.Close(); other.Close() })
+		conns <- connFrom{Conn: c, addr: &net.TCPAddr{IP: net.ParseIP(a), Port: 40000}}
+	}
+	close(conns)
+	ln, err := NewListener(&handingOutListener{Listener: tcp, conns: conns}, ListenerOptions{MaxConnsPerIP: perIP, Logger: testutil.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []string
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			break
+		}
+		served = append(served, c.RemoteAddr().String())
+	}
+	if len(served) != perIP+1 || served[perIP] != "[2001:db8:1:3::1]:40000" {
+		t.Errorf("12 connections from 12 addresses of one /64, then one from the next /64, with %d per address: served %v, want the first %d and the last", perIP, served, perIP)
+	}
+	if got := ln.Refused("per_ip"); got != 12-perIP {
+		t.Errorf("refused per address: %d, want %d", got, 12-perIP)
 	}
 }

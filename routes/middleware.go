@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"orders/store"
 )
 
 // csp allows only the application's own scripts, styles and images: no
@@ -43,12 +46,43 @@ func securityHeaders(c *fiber.Ctx) error {
 // Strict-Transport-Security only when the request came over https (through
 // a trusted proxy that says so): over plain http it would mean nothing.
 func setSecurityHeaders(c *fiber.Ctx) {
-	c.Set("Content-Security-Policy", csp)
-	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set("Referrer-Policy", "same-origin")
-	c.Set("X-Frame-Options", "DENY")
+	setBaseSecurityHeaders(&c.Response().Header)
 	if c.Secure() {
 		c.Set(fiber.HeaderStrictTransportSecurity, hsts)
+	}
+}
+
+// setBaseSecurityHeaders sets the security headers that do not depend on
+// how the request arrived.
+func setBaseSecurityHeaders(h *fasthttp.ResponseHeader) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+// refuseUnknownMethods answers a request whose method is none of methods
+// with 400, the security headers, and the end of its connection. Left to
+// Fiber, such a request is answered before any middleware runs: without
+// the security headers, and without its body being read, so that on a
+// connection kept open the body's bytes past fasthttp's read-ahead were
+// taken for the next request (behind a proxy that passes any method on,
+// a request smuggled inside another). The connection lingers, so that a
+// client still sending its body reads the answer instead of a reset.
+func refuseUnknownMethods(methods []string, next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	known := make(map[string]bool, len(methods))
+	for _, m := range methods {
+		known[m] = true
+	}
+	return func(ctx *fasthttp.RequestCtx) {
+		if known[string(ctx.Method())] {
+			next(ctx)
+			return
+		}
+		ctx.Error("this server does not know the request's method\n", fasthttp.StatusBadRequest)
+		setBaseSecurityHeaders(&ctx.Response.Header)
+		ctx.SetConnectionClose()
+		lingerOnClose(ctx.Conn())
 	}
 }
 
@@ -152,6 +186,25 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// bodyReadLocal marks a request whose body readBody has taken.
+const bodyReadLocal = "body_read"
+
+// closeUnreadBody closes the connection of a request answered without its
+// body having been read (refused before readBody), when it announced one:
+// fasthttp would take the bytes that follow for the next request. The
+// connection lingers, so that a client still sending reads the answer
+// instead of a reset; what it still sends is thrown away, never kept.
+func closeUnreadBody(c *fiber.Ctx) error {
+	err := c.Next()
+	if read, _ := c.Locals(bodyReadLocal).(bool); !read {
+		if n := c.Request().Header.ContentLength(); n > 0 || n == -1 { // -1: chunked
+			c.Context().SetConnectionClose()
+			lingerOnClose(c.Context().Conn())
+		}
+	}
+	return err
+}
+
 // readBody reads the request's body as it arrives, growing its buffer
 // with the bytes received (never by the Content-Length announced), and
 // refuses one larger than MaxBody with 413 as soon as it knows: from the
@@ -162,6 +215,7 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 // memory: c.Body, BodyParser, PostArgs and MultipartForm work as they
 // would without streaming.
 func readBody(c *fiber.Ctx) error {
+	c.Locals(bodyReadLocal, true)
 	req := c.Request()
 	if !req.IsBodyStream() {
 		return c.Next()
@@ -251,8 +305,11 @@ func actorName(c *fiber.Ctx) string {
 // Failed attempts are limited (store.Limits): an address or a user name
 // that has failed too often lately gets 429 with Retry-After before its
 // password is looked at, so a right password from it is refused too and
-// a guesser learns nothing. A request without credentials (a browser's
-// first, which brings up its prompt) is no attempt and counts nothing.
+// a guesser learns nothing. A wrong password is counted only while the
+// limit allows it, in one step that reads and counts: of guesses sent at
+// once, all let through before any was counted, those past the limit get
+// 429 too. A request without credentials (a browser's first, which brings
+// up its prompt) is no attempt and counts nothing.
 // When Redis does not answer, sign-in answers 503: the limits cannot be
 // read, and without them guessing would be free.
 func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber.Handler {
@@ -273,11 +330,14 @@ func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber
 		addr := h.proxies.clientAddr(c)
 		ctx, cancel := context.WithTimeout(c.UserContext(), timeout)
 		defer cancel()
+		throttled := func(th *store.Throttled) error {
+			h.log.Warn("sign-in throttled", "client", addr, "user", logName(account), "limit", th.Limit,
+				"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
+			return tooMany(c, th)
+		}
 		if err := h.limits.SignInAllowed(ctx, addr, account); err != nil {
 			if th := asThrottled(err); th != nil {
-				h.log.Warn("sign-in throttled", "client", addr, "user", logName(account), "limit", th.Limit,
-					"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
-				return tooMany(c, th)
+				return throttled(th)
 			}
 			h.log.Warn("sign-in refused: the limits cannot be read", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
 			return err
@@ -287,7 +347,10 @@ func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber
 			got = sha256.Sum256(raw)
 		}
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			if err := h.limits.SignInFailed(ctx, addr, account); err != nil {
+			if err := h.limits.CountFailedSignIn(ctx, addr, account); err != nil {
+				if th := asThrottled(err); th != nil {
+					return throttled(th)
+				}
 				h.log.Error("a failed sign-in could not be counted", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
 			}
 			h.log.Warn("sign-in failed", "client", addr, "user", logName(account), "request_id", requestIDOf(c))

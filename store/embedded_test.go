@@ -915,3 +915,74 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 		t.Errorf("Replay(%s) of an event the older snapshot held: %s", before[1].Cursor, d)
 	}
 }
+
+// TestEmbeddedScriptsThatWriteNeverStopTheStore: a Lua script's writes
+// (a live stream taking its slot) run while snapshots are taken. The
+// store keeps answering, and every snapshot is written.
+func TestEmbeddedScriptsThatWriteNeverStopTheStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orders.json")
+	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	lim := store.NewLimits(store.New(e.Client(), store.Options{}), store.LimitOptions{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var opened, failed atomic.Int64
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				slot, err := lim.OpenStream(ctx, fmt.Sprintf("192.0.2.%d", (w*1000+i)%250))
+				if err == nil {
+					opened.Add(1)
+					err = slot.Close(ctx)
+				}
+				cancel()
+				if err != nil {
+					var th *store.Throttled
+					if !errors.As(err, &th) {
+						failed.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	snapped := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < 200 && err == nil; i++ {
+			err = e.Snapshot()
+		}
+		snapped <- err
+	}()
+	var err error
+	select {
+	case err = <-snapped:
+	case <-time.After(15 * time.Second):
+		close(stop)
+		t.Fatalf("200 snapshots beside scripts that write did not end in 15 s: the store stopped (%d streams opened, %d commands failed)", opened.Load(), failed.Load())
+	}
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Errorf("a snapshot failed: %v", err)
+	}
+	if failed.Load() > 0 {
+		t.Errorf("%d stream opens or closes failed beside the snapshots", failed.Load())
+	}
+	t.Logf("%d streams opened and closed beside 200 snapshots", opened.Load())
+	// What a script writes is in the next snapshot.
+	must(t, e.Client().Eval(context.Background(), "redis.call('SET', KEYS[1], ARGV[1]) return 1", []string{"scripted"}, "by a script").Err())
+	must(t, e.Snapshot())
+	b, err := os.ReadFile(path)
+	must(t, err)
+	if !bytes.Contains(b, []byte(`"scripted":{"string":"by a script"}`)) {
+		t.Errorf("a SET inside a script: not in the next snapshot")
+	}
+	must(t, e.Close())
+}

@@ -189,6 +189,8 @@ func (l *Limits) signInWindows(addr, account string) []window {
 // so the attempt is refused whether its password is right or not; an
 // EUNAVAILABLE error when Redis does not answer. It only reads: the
 // caller checks the password next and reports a failure with SignInFailed.
+// Attempts at once can all pass between the two; CountFailedSignIn counts
+// a failure only while the limit allows it, in one step.
 func (l *Limits) SignInAllowed(ctx context.Context, addr, account string) error {
 	now := l.s.now()
 	ws := l.signInWindows(addr, account)
@@ -220,6 +222,87 @@ func (l *Limits) SignInAllowed(ctx context.Context, addr, account string) error 
 		return l.throttled(worst.Limit, worst.RetryAfter.Round(time.Second))
 	}
 	return nil
+}
+
+// countFailureScript counts a failed sign-in in one window (KEYS[1]) unless
+// the window holds its limit already, in one step, so that failures at
+// once are counted one after the other. It drops the failures older than
+// the window, then either refuses, returning the time (ms) of the failure
+// whose leaving the window lets attempts through again, or counts this
+// one and returns "". ARGV: the window's start (ms; failures at or before
+// it are gone), now (ms), the limit, the member, the window (ms).
+var countFailureScript = redis.NewScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local n = redis.call('ZCARD', KEYS[1])
+local max = tonumber(ARGV[3])
+if n >= max then
+  return redis.call('ZRANGE', KEYS[1], n - max, n - max, 'WITHSCORES')[2]
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -max - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return ''
+`)
+
+// CountFailedSignIn counts a failed sign-in from addr as account (when not
+// empty), unless addr or account holds its limit of failures within its
+// window already: then it counts nothing and returns a *Throttled, and the
+// caller answers as it answers any attempt SignInAllowed refuses. It
+// returns an EUNAVAILABLE error when Redis does not answer. Each window is
+// read and counted in one step, so that however many failures arrive at
+// once (all of them let through by SignInAllowed before any was counted),
+// no more than a window's limit are ever counted and answered as failures;
+// a failure refused by one window is not counted in the other.
+func (l *Limits) CountFailedSignIn(ctx context.Context, addr, account string) error {
+	now := l.s.now()
+	member := l.member(now)
+	ws := l.signInWindows(addr, account)
+	cmds := make([]*redis.Cmd, len(ws))
+	_, err := l.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, w := range ws {
+			cmds[i] = countFailureScript.Eval(ctx, p, []string{w.key},
+				now.Add(-w.span).UnixMilli(), now.UnixMilli(), w.max, member, w.span.Milliseconds())
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	var worst *Throttled
+	var counted []string
+	for i, w := range ws {
+		at, err := cmds[i].Text()
+		if err != nil {
+			return unavailable(err)
+		}
+		if at == "" {
+			counted = append(counted, w.key)
+			continue
+		}
+		ms, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			return unavailable(fmt.Errorf("a sign-in window answered %q", at))
+		}
+		retry := time.UnixMilli(int64(ms)).Add(w.span).Sub(now)
+		if worst == nil || retry > worst.RetryAfter {
+			worst = &Throttled{Limit: w.limit, RetryAfter: retry}
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	if len(counted) > 0 {
+		_, err := l.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, key := range counted {
+				p.ZRem(ctx, key, member)
+			}
+			return nil
+		})
+		if err != nil {
+			return unavailable(err)
+		}
+	}
+	return l.throttled(worst.Limit, worst.RetryAfter.Round(time.Second))
 }
 
 // SignInFailed counts a failed sign-in from addr as account (when not

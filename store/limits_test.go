@@ -265,3 +265,28 @@ func TestStreamSlotsHoldTheLimitUnderConcurrentOpens(t *testing.T) {
 		})
 	}
 }
+
+func TestAFailureRefusedByOneLimitIsNotCountedByTheOther(t *testing.T) {
+	ctx := context.Background()
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			f := newLimits(t, tg, store.LimitRules{SignInPerAddress: 3, SignInPerAccount: 2})
+			for i := range 2 {
+				if lim, _ := throttledBy(t, f.l.CountFailedSignIn(ctx, "192.0.2.1", "desk")); lim != "" {
+					t.Fatalf("failure %d as desk: refused by %s", i+1, lim)
+				}
+			}
+			// desk is refused now; a person at another address who mistypes
+			// desk's password while it is refused is not counted against
+			// that address.
+			for range 5 {
+				if lim, _ := throttledBy(t, f.l.CountFailedSignIn(ctx, "192.0.2.2", "desk")); lim != store.LimitSignInAccount {
+					t.Fatalf("desk after 2 failures: refused by %q, want %s", lim, store.LimitSignInAccount)
+				}
+			}
+			if lim, _ := throttledBy(t, f.l.SignInAllowed(ctx, "192.0.2.2", "clerk")); lim != "" {
+				t.Errorf("the right password as clerk from 192.0.2.2, whose only attempts were refused: refused by %s", lim)
+			}
+		})
+	}
+}
