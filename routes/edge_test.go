@@ -46,6 +46,11 @@ func TestEveryHostARequestNamesIsChecked(t *testing.T) {
 		{"a proxy: foreign both", true, foreign, foreign, 421},
 		{"a proxy: a forwarded list with a foreign name", true, allowed, allowed + ", " + foreign, 421},
 		{"a proxy: IP literals", true, "127.0.0.1:3000", "[::1]:8080", 200},
+		// A name the server answers to is letters, digits, hyphens, dots and
+		// underscores.
+		{"a client: a .localhost name", false, "app.localhost", "", 200},
+		{"a client: not a name, ending in .localhost", false, "evil.example#.localhost", "", 421},
+		{"a proxy: forwarded, not a name, ending in .localhost", true, allowed, "evil.example/.localhost", 421},
 	} {
 		more := []func(*Config){}
 		if c.trusted {

@@ -417,7 +417,10 @@ func checkHost(allowed []string) fiber.Handler {
 			host = h
 		}
 		host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-		return names[host] || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil
+		if net.ParseIP(host) != nil {
+			return true
+		}
+		return hostName(host) && (names[host] || strings.HasSuffix(host, ".localhost"))
 	}
 	refuse := func(host string) error {
 		host = strings.ToLower(strings.TrimSpace(host))
@@ -456,6 +459,21 @@ func checkHost(allowed []string) fiber.Handler {
 		}
 		return c.Next()
 	}
+}
+
+// hostName reports whether h is made of what a host name is made of:
+// letters, digits, hyphens, dots (and underscores, which container
+// names have).
+func hostName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for _, r := range h {
+		if !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkFraming refuses requests whose framing is ambiguous, before any
