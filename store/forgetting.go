@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,9 +125,17 @@ func (s *Store) WatchForgetting(ctx context.Context, every time.Duration) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var masters map[string]string // address: run id, as last seen
 	for {
+		// A restart found with a counter behind is recovered from once.
+		now, err := s.masterRunIDs(ctx)
 		if what := s.checkForgetting(ctx); what != "" {
 			s.recoverFromForgetting(ctx, what)
+		} else if what := changedMasters(masters, now); err == nil && what != "" {
+			s.checkAfterRestart(ctx, what)
+		}
+		if err == nil {
+			masters = now
 		}
 		select {
 		case <-ctx.Done():
@@ -170,6 +180,92 @@ func (s *Store) checkForgetting(ctx context.Context) string {
 		}
 	}
 	return what
+}
+
+// masterRunIDs answers the run id of each master by its address (one on a
+// single Redis). A run id changes when the server restarts; a replica
+// promoted by a failover is a master at another address.
+func (s *Store) masterRunIDs(ctx context.Context) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	out := map[string]string{}
+	var mu sync.Mutex
+	read := func(ctx context.Context, c redis.Cmdable, addr string) error {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+				mu.Lock()
+				out[addr] = id
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return read(ctx, c, c.Options().Addr)
+		})
+		return out, err
+	}
+	return out, read(ctx, s.rdb, "redis")
+}
+
+// changedMasters says which masters are new or restarted since before
+// ("" when none, or when there was no before).
+func changedMasters(before, now map[string]string) string {
+	if before == nil {
+		return ""
+	}
+	var changed []string
+	for addr, id := range now {
+		if was, ok := before[addr]; !ok {
+			changed = append(changed, addr+" became a master")
+		} else if was != id {
+			changed = append(changed, addr+" restarted")
+		}
+	}
+	slices.Sort(changed)
+	return strings.Join(changed, ", ")
+}
+
+// checkAfterRestart handles a master that restarted or a replica promoted
+// (what says which): Redis may then have lost the writes it had not made
+// durable or replicated yet, and nothing else would show it (no counter
+// need be behind). The id counters are moved past every id known, and the
+// indexes are repaired in the background; only damage the repair found is
+// reported as forgetting.
+func (s *Store) checkAfterRestart(ctx context.Context, what string) {
+	f := &s.forgot
+	if !f.mu.TryLock() {
+		return
+	}
+	defer f.mu.Unlock()
+	f.recovering.Store(true)
+	defer f.recovering.Store(false)
+	s.log.Warn("a Redis master restarted or was failed over to; checking the indexes for writes it lost", "seen", what)
+	start := time.Now()
+	for ctx.Err() == nil {
+		err := s.raiseCounters(ctx)
+		var r RepairReport
+		if err == nil {
+			r, err = s.Repair(ctx, true)
+		}
+		if err == nil {
+			if r.Missing+r.Dangling+r.Stale > 0 {
+				f.detected.Add(1)
+				s.log.Error("Redis forgot writes it had acknowledged (a master restarted or was failed over to); the indexes are repaired",
+					"seen", what, "report", r.String(), "seconds", time.Since(start).Seconds())
+			} else {
+				s.log.Info("checked the indexes after a Redis master restarted or was failed over to", "report", r.String(), "seconds", time.Since(start).Seconds())
+			}
+			return
+		}
+		s.log.Warn("checking the indexes after a Redis restart failed; trying again", "err", err)
+		time.Sleep(time.Second)
+	}
 }
 
 // raiseCounterScript moves the counter KEYS[1] to ARGV[1] unless it is
