@@ -163,3 +163,57 @@ func TestForgottenWritesNeverReuseAnId(t *testing.T) {
 		})
 	}
 }
+
+// TestNotReadyUntilTheCountersArePastTheIdsInUse: after a wipe, while Redis
+// cannot take the write that moves the id counters past the ids already
+// handed out (here it is full), the store answers not ready and hands out
+// no id; once Redis takes writes, it is ready and the next id is fresh.
+func TestNotReadyUntilTheCountersArePastTheIdsInUse(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("*** SKIPPING: no redis-server installed; run .ci/run ***")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &ownRedis{port: testutil.ClusterPort(t, map[int]bool{}), dir: t.TempDir()}
+	r.start(t)
+	o := &redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.port)}
+	store.Deadlines(o)
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	s := store.New(c, store.Options{Logger: testutil.Logger(t)})
+	if _, _, err := s.Upgrade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for range 5 {
+		got, err := s.Create(ctx, store.Input{Customer: ptr("Ada Lovelace")})
+		must(t, err)
+		last = got.ID
+	}
+	go s.WatchForgetting(ctx, 100*time.Millisecond)
+	must(t, c.FlushAll(ctx).Err())
+	must(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Forgetting().Detected == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the wipe was not noticed within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wantCode(t, "Ready while the counters cannot be moved", s.Ready(ctx), store.EUNAVAILABLE)
+	if got, err := s.Create(ctx, store.Input{Customer: ptr("Grace Hopper")}); err == nil {
+		t.Errorf("a create while the counters cannot be moved got id %d", got.ID)
+	}
+	must(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
+	for s.Ready(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 10 s after Redis takes writes again: %v", s.Ready(ctx))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, err := s.Create(ctx, store.Input{Customer: ptr("Katherine Johnson")})
+	must(t, err)
+	if got.ID <= last {
+		t.Errorf("the first create once ready got id %d; %d was handed out before the wipe", got.ID, last)
+	}
+}
