@@ -185,8 +185,20 @@ func TestLossyFailoverListsWholeWithinSeconds(t *testing.T) {
 		return len(wrong) == 0
 	})
 	took := time.Since(promoted)
-	summary := fmt.Sprintf("lossy failover: promotion %v after kill -9; %d creates and %d PUTs acknowledged; lists whole: %v, %v after the promotion; %v",
-		promoted.Sub(killed).Round(time.Millisecond), creates, puts, whole, took.Round(100*time.Millisecond), wrong)
+	lost := 0 // acknowledged creates that Redis lost
+	for id := range ids {
+		if r, err := call(app.base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON); err == nil && r.Status == http.StatusNotFound {
+			lost++
+		}
+	}
+	var said []string // what the app logged about it
+	for line := range strings.SplitSeq(app.out.String(), "\n") {
+		if strings.Contains(line, "Redis forgot") || strings.Contains(line, "checked the indexes after") || strings.Contains(line, "was failed over to") {
+			said = append(said, testutil.Snippet(line))
+		}
+	}
+	summary := fmt.Sprintf("lossy failover: promotion %v after kill -9; %d creates and %d PUTs acknowledged, %d acknowledged orders lost by Redis; lists whole: %v, %v after the promotion; %v; the app logged %d lines about it: %v",
+		promoted.Sub(killed).Round(time.Millisecond), creates, puts, lost, whole, took.Round(100*time.Millisecond), wrong, len(said), said)
 	figure(summary)
 	t.Log(summary)
 	if !whole {
