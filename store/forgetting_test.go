@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,8 +74,17 @@ func TestForgottenWritesNeverReuseAnId(t *testing.T) {
 
 			var mu sync.Mutex
 			given := map[int64]bool{} // every id a create acknowledged
+			var keys atomic.Int64
 			create := func(who string) {
-				got, err := s.Create(ctx, store.Input{Customer: ptr(who)})
+				var got *store.Order
+				var err error
+				if strings.HasSuffix(who, "1") || strings.HasSuffix(who, "3") {
+					// Creates with an Idempotency-Key draw their ids too.
+					k := strconv.FormatInt(keys.Add(1), 10)
+					got, err = s.CreateOnce(ctx, "key-"+k, "fp-"+k, store.Input{Customer: ptr(who)})
+				} else {
+					got, err = s.Create(ctx, store.Input{Customer: ptr(who)})
+				}
 				if err != nil {
 					return // Redis restarting: a 503, nothing acknowledged
 				}
