@@ -49,6 +49,7 @@ type forgetting struct {
 	unsafe     atomic.Bool               // the counters are not yet past every known id
 	recovering atomic.Bool               // a recovery (its repair included) is running
 	detected   atomic.Int64              // times Redis was found to have forgotten
+	noticed    atomic.Pointer[string]    // forgetting a create saw, for the watcher
 	mu         sync.Mutex                // one recovery at a time
 }
 
@@ -97,7 +98,7 @@ return {n, 0}
 
 // nextID draws a fresh id from counter c. A counter behind what this
 // instance handed out or read means Redis forgot: the id drawn is past
-// them anyway, and the recovery starts.
+// them anyway, and the watcher's next check recovers.
 func (s *Store) nextID(ctx context.Context, c int) (int64, error) {
 	floor := s.forgot.highest[c].Load()
 	v, err := nextIDScript.Run(ctx, s.rdb, []string{s.counterKey(c)}, floor).Int64Slice()
@@ -109,8 +110,8 @@ func (s *Store) nextID(ctx context.Context, c int) (int64, error) {
 	}
 	s.sawID(c, v[0])
 	if v[1] != 0 {
-		go s.recoverFromForgetting(context.WithoutCancel(ctx),
-			fmt.Sprintf("the %s id counter was at %d, below id %d this instance had seen", counterNames[c], v[1]-1, floor))
+		what := fmt.Sprintf("the %s id counter was at %d, below id %d this instance had seen", counterNames[c], v[1]-1, floor)
+		s.forgot.noticed.CompareAndSwap(nil, &what)
 	}
 	return v[0], nil
 }
@@ -157,10 +158,16 @@ func (s *Store) checkForgetting(ctx context.Context) string {
 		return ""
 	}
 	var what string
+	if p := s.forgot.noticed.Swap(nil); p != nil {
+		what = *p
+	}
 	if layout == Layout {
 		s.forgot.sawLayout.Store(true)
 	} else if s.forgot.sawLayout.Load() {
-		what = fmt.Sprintf("the layout mark is %q, was %q", layout, Layout)
+		if what != "" {
+			what += "; "
+		}
+		what += fmt.Sprintf("the layout mark is %q, was %q", layout, Layout)
 	}
 	for c := range numCounters {
 		// Read before the counter: an id drawn between the two reads
