@@ -361,6 +361,9 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 	// On a Cluster, index changes a writer could not finish (a crash, a
 	// timeout) are settled by every instance within a few seconds.
 	go st.Reconcile(ctx, 0)
+	// A Redis that forgot acknowledged writes (wiped, restored, or failed
+	// over with loss) is noticed within a few seconds and recovered from.
+	go st.WatchForgetting(ctx, 0)
 
 	if cfg.seed > 0 {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -201,7 +201,8 @@ func (m *Metrics) RegisterEmbedded(stats func() store.EmbeddedStats) error {
 }
 
 // registerApp shows what the application itself holds: its open live
-// streams, and whether the store is ready (what /readyz answers).
+// streams, whether the store is ready (what /readyz answers), and whether
+// it is recovering from Redis forgetting writes.
 func (m *Metrics) registerApp(streamsOpen func() int, st *store.Store) error {
 	if m == nil {
 		return nil
@@ -219,7 +220,18 @@ func (m *Metrics) registerApp(streamsOpen func() int, st *store.Store) error {
 					return 0
 				}
 				return 1
-			}))
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "store_recovering",
+			Help: "1 while the store recovers from Redis forgetting acknowledged writes (the id counters moved, the indexes repaired), else 0."},
+			func() float64 {
+				if st.Forgetting().Recovering {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "store_forgetting_detected_total",
+			Help: "Times Redis was found to have forgotten acknowledged writes (wiped, restored from a backup, failed over with loss)."},
+			func() float64 { return float64(st.Forgetting().Detected) }))
 }
 
 func newDesc(name, help string, labels ...string) *prometheus.Desc {

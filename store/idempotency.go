@@ -54,7 +54,7 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 	for range 3 {
 		v, err := s.rdb.Get(ctx, k).Result()
 		if errors.Is(err, redis.Nil) {
-			id, err := s.rdb.Incr(ctx, s.seqKey()).Result()
+			id, err := s.nextID(ctx, orderCounter)
 			if err != nil {
 				return nil, wrap(err)
 			}
@@ -123,7 +123,7 @@ func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int
 		if err == nil && !madeFor(created.idem, k, fingerprint) {
 			// Another request's order holds the claimed id (the counter went
 			// back after a failover): this key's order gets a fresh id.
-			newID, err := s.rdb.Incr(ctx, s.seqKey()).Result()
+			newID, err := s.nextID(ctx, orderCounter)
 			if err != nil {
 				return nil, wrap(err)
 			}

@@ -270,6 +270,7 @@ func (s *Store) GetProduct(ctx context.Context, id int64) (*Product, error) {
 		}
 		return nil, productNotFound(id)
 	}
+	s.sawID(productCounter, id)
 	return p, nil
 }
 
@@ -292,7 +293,7 @@ func (s *Store) CreateProduct(ctx context.Context, in ProductInput) (*Product, e
 		return nil, productKind.claimTaken(&p, s.skuClaim(p.SKU), id)
 	}
 	for range 100 {
-		id, err := s.rdb.Incr(ctx, s.prefix+"seq:{p}").Result()
+		id, err := s.nextID(ctx, productCounter)
 		if err != nil {
 			return nil, wrap(err)
 		}

@@ -11,7 +11,8 @@ import (
 
 // Ready reports whether the store can serve requests: Redis answers (on a
 // Cluster, every slot has a master that answers) and the Health function
-// of Options, if any, reports no error.
+// of Options, if any, reports no error; and, after Redis forgot writes,
+// not before each id counter is past every id in use.
 func (s *Store) Ready(ctx context.Context) error {
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
 		if err := s.clusterReady(ctx, cc); err != nil {
@@ -19,6 +20,9 @@ func (s *Store) Ready(ctx context.Context) error {
 		}
 	} else if err := s.Ping(ctx); err != nil {
 		return err
+	}
+	if s.forgot.unsafe.Load() {
+		return &Error{Code: EUNAVAILABLE, Message: "Redis forgot writes; the id counters are being moved past the ids in use"}
 	}
 	if s.health != nil {
 		if err := s.health(); err != nil {

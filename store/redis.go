@@ -33,6 +33,9 @@ type Store struct {
 	// seen is when this instance's reconciler first saw each pending
 	// intent: its age by this clock, whatever the writer's clock says.
 	seen intentsSeen
+	// forgot holds what this instance saw that Redis must not forget
+	// (forgetting.go).
+	forgot forgetting
 	// feeds follow the event streams, one per stream (events.go).
 	feedsMu sync.Mutex
 	feeds   map[string]*Feed
@@ -461,6 +464,7 @@ func (s *Store) load(ctx context.Context, c redis.Cmdable, id int64) (*Order, er
 		}
 		return nil, notFound(id)
 	}
+	s.sawID(orderCounter, id)
 	return &o, nil
 }
 
@@ -526,7 +530,7 @@ func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
 	// failover that lost an unreplicated INCR, the counter can hand out an
 	// id an order already has. Such an id is skipped, never overwritten.
 	for range 100 {
-		id, err := s.rdb.Incr(ctx, s.seqKey()).Result()
+		id, err := s.nextID(ctx, orderCounter)
 		if err != nil {
 			return nil, wrap(err)
 		}

@@ -593,6 +593,7 @@ func (s *Store) Upgrade(ctx context.Context) (ran bool, r RepairReport, err erro
 		return false, r, wrap(err)
 	}
 	if got == Layout {
+		s.forgot.sawLayout.Store(true)
 		return false, r, nil
 	}
 	n, err := s.rdb.Exists(ctx, s.seqKey()).Result()
@@ -619,5 +620,9 @@ func (s *Store) Upgrade(ctx context.Context) (ran bool, r RepairReport, err erro
 			}
 		}
 	}
-	return n > 0, r, wrap(s.rdb.Set(ctx, s.layoutKey(), Layout, 0).Err())
+	if err := s.rdb.Set(ctx, s.layoutKey(), Layout, 0).Err(); err != nil {
+		return n > 0, r, wrap(err)
+	}
+	s.forgot.sawLayout.Store(true)
+	return n > 0, r, nil
 }
