@@ -130,10 +130,15 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 		fillItem("0", "C-1", "The C book", "1", "39.95"),
 		chromedp.Click(css("[data-add-row]")),
 		chromedp.WaitVisible(css("#items-1-name")),
+	)
+	// The server's answer whole before typing into it.
+	e.waitUntil(t, "the form with a second row loaded", `document.readyState === "complete"`)
+	e.do(t, "fill the second row, add a third",
 		fillItem("1", "", "Bookmark", "2", "0.50"),
 		chromedp.Click(css("[data-add-row]")),
 		chromedp.WaitVisible(css("#items-2-name")),
 	)
+	e.waitUntil(t, "the form with a third row loaded", `document.readyState === "complete"`)
 	// Totals come with the page: no "–" for rows that have amounts.
 	if got := e.text(t, "#item-rows tr:nth-child(1) output.line-total"); got != "39.95" {
 		t.Errorf("line total of row 1 without JavaScript = %q, want 39.95", got)

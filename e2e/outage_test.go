@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"orders/testutil"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,7 +164,7 @@ func TestRedisOutage(t *testing.T) {
 	var o orderJSON
 	mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Outage"}), testutil.HJSON).
 		WantStatus(t, 201).JSON(t, &o)
-	probes := outageProbes("1")
+	probes := outageProbes(strconv.FormatInt(o.ID, 10))
 	outageRun(t, app, "before", probes, false)
 
 	var worst time.Duration
@@ -210,9 +211,15 @@ func TestRedisOutage(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		recovered := time.Since(start)
-		// The new Redis is empty: order 1 exists again once created.
-		mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Again"}), testutil.HJSON).WantStatus(t, 201)
-		outageRun(t, app, "new redis-server", probes, false)
+		// The new Redis is empty. A new order never gets an id handed out
+		// before (order 1's): the probes ask for the one it gets.
+		var again orderJSON
+		mustCall(t, app.base, http.MethodPost, "/orders", "application/json", jsonOf(map[string]any{"customer": "Again"}), testutil.HJSON).
+			WantStatus(t, 201).JSON(t, &again)
+		if again.ID <= o.ID {
+			t.Errorf("the first order on the new redis-server got id %d, one handed out before (%d)", again.ID, o.ID)
+		}
+		outageRun(t, app, "new redis-server", outageProbes(strconv.FormatInt(again.ID, 10)), false)
 		t.Logf("a new redis-server on the same port: the app was ready again after %v, by itself", recovered.Round(time.Millisecond))
 		_ = rs2
 	})
