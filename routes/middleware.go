@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -208,27 +207,42 @@ func closeUnreadBody(c *fiber.Ctx) error {
 // readBody reads the request's body as it arrives, growing its buffer
 // with the bytes received (never by the Content-Length announced), and
 // refuses one larger than MaxBody with 413 as soon as it knows: from the
-// Content-Length, else once MaxBody+1 bytes have come. A body that does
-// not arrive within BodyTimeout is 408. Both close the connection; the
-// 413's connection lingers (listener.go), so that a client still sending
-// reads the answer instead of a reset. What follows sees the body in
-// memory: c.Body, BodyParser, PostArgs and MultipartForm work as they
-// would without streaming.
-func readBody(c *fiber.Ctx) error {
+// Content-Length, else once MaxBody+1 bytes have come. Before reading, the
+// body takes its share of the bodies' budget (bodyBudget); past the budget
+// it is 503 with Retry-After, unread. A body that does not arrive within
+// BodyTimeout is 408. All close the connection; the 413's and the 503's
+// connections linger (listener.go), so that a client still sending reads
+// the answer instead of a reset. What follows sees the body in memory:
+// c.Body, BodyParser, PostArgs and MultipartForm work as they would
+// without streaming.
+func (h *handlers) readBody(c *fiber.Ctx) error {
 	c.Locals(bodyReadLocal, true)
 	req := c.Request()
 	if !req.IsBodyStream() {
 		return c.Next()
 	}
-	tooLarge := func() error {
+	closeGently := func() {
 		c.Context().SetConnectionClose()
 		lingerOnClose(c.Context().Conn())
+	}
+	tooLarge := func() error {
+		closeGently()
 		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
 	}
-	if req.Header.ContentLength() > MaxBody { // -1: chunked, length unknown
+	limit := req.Header.ContentLength()
+	if limit > MaxBody {
 		return tooLarge()
 	}
-	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), MaxBody+1))
+	if limit < 0 { // chunked: length unknown
+		limit = MaxBody + 1
+	}
+	if !h.bodies.take(int64(limit)) {
+		closeGently()
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return errBodyBudget
+	}
+	c.Locals(bodyHeldLocal, int64(limit)) // given back by returnBodies
+	body, err := readUpTo(req.BodyStream(), limit)
 	if err != nil {
 		c.Context().SetConnectionClose()
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
