@@ -165,12 +165,17 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Server().Handler = h.bodies.returnBodies(refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler))
 	app.Server().HeaderReceived = func(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		// A client that asks before sending a body too large to read
-		// (Expect: 100-continue) is not told to go on: without the
-		// expectation, the request reaches readBody at once, whose 413
-		// carries the security headers and closes the connection. Left to
-		// fasthttp, it would answer "100 Continue" and wait for the body.
-		if hdr.ContentLength() > MaxBody {
+		// (Expect: 100-continue) is not told to go on: fasthttp would
+		// answer "100 Continue" and wait for the body, and its own refusal
+		// of an expectation (417) carries none of the security headers and
+		// leaves the connection open. Without the expectation and with no
+		// body to wait for, the request reaches the handlers at once, and
+		// readBody answers 413 (a refusal before it, its own status), both
+		// closing the connection.
+		if hdr.ContentLength() > MaxBody && len(hdr.Peek(fiber.HeaderExpect)) > 0 {
 			hdr.Del(fiber.HeaderExpect)
+			hdr.SetContentLength(0)
+			hdr.Set(tooLargeHeader, "1")
 		}
 		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
 	}

@@ -185,6 +185,19 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// tooLargeHeader marks a request whose body was too large to read before
+// any of it was sent: one that asked first (Expect), whose Content-Length
+// is then set to 0 so that nothing waits for a body that must not come
+// (New, HeaderReceived). A client that sends it itself only has its own
+// request refused.
+const tooLargeHeader = "X-Orders-Body-Too-Large"
+
+// announcedTooLarge says whether a request announced a body larger than
+// MaxBody.
+func announcedTooLarge(h *fasthttp.RequestHeader) bool {
+	return h.ContentLength() > MaxBody || len(h.Peek(tooLargeHeader)) > 0
+}
+
 // bodyReadLocal marks a request whose body readBody has taken.
 const bodyReadLocal = "body_read"
 
@@ -196,7 +209,7 @@ const bodyReadLocal = "body_read"
 func closeUnreadBody(c *fiber.Ctx) error {
 	err := c.Next()
 	if read, _ := c.Locals(bodyReadLocal).(bool); !read {
-		if n := c.Request().Header.ContentLength(); n > 0 || n == -1 { // -1: chunked
+		if n := c.Request().Header.ContentLength(); n > 0 || n == -1 || announcedTooLarge(&c.Request().Header) { // -1: chunked
 			c.Context().SetConnectionClose()
 			lingerOnClose(c.Context().Conn())
 		}
@@ -218,9 +231,6 @@ func closeUnreadBody(c *fiber.Ctx) error {
 func (h *handlers) readBody(c *fiber.Ctx) error {
 	c.Locals(bodyReadLocal, true)
 	req := c.Request()
-	if !req.IsBodyStream() {
-		return c.Next()
-	}
 	closeGently := func() {
 		c.Context().SetConnectionClose()
 		lingerOnClose(c.Context().Conn())
@@ -229,10 +239,13 @@ func (h *handlers) readBody(c *fiber.Ctx) error {
 		closeGently()
 		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
 	}
-	limit := req.Header.ContentLength()
-	if limit > MaxBody {
+	if announcedTooLarge(&req.Header) {
 		return tooLarge()
 	}
+	if !req.IsBodyStream() {
+		return c.Next()
+	}
+	limit := req.Header.ContentLength()
 	if limit < 0 { // chunked: length unknown
 		limit = MaxBody + 1
 	}
