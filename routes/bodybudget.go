@@ -19,12 +19,13 @@ const DefaultBodyBudget = 64 << 20
 var errBodyBudget = fiber.NewError(fiber.StatusServiceUnavailable, "the server is reading too many request bodies at once; try again in a moment")
 
 // bodyBudget bounds the memory request bodies hold across every
-// connection. A body takes its share before a byte of it is read — its
-// Content-Length, or MaxBody+1 when the length is unknown (chunked), which
-// is all readUpTo ever keeps of it — and gives it back once the handler
-// is done with it. Each connection is bounded by MaxBody already; the
+// connection. A body takes its share as it arrives, before each time its
+// buffer grows (read), and gives it back once the handler is done with it
+// (returnBodies). Each connection is bounded by MaxBody already; the
 // budget bounds them all together, which the connection caps alone only
-// do at MaxBody times the number of connections.
+// do at MaxBody times the number of connections. Charged as they arrive,
+// bodies announced and not sent take next to nothing of it: a client
+// must send a body to hold its share.
 type bodyBudget struct {
 	limit int64
 	held  atomic.Int64
@@ -67,26 +68,38 @@ func (b *bodyBudget) returnBodies(next fasthttp.RequestHandler) fasthttp.Request
 	}
 }
 
-// readUpTo reads r to its end, or to limit bytes, into memory that grows
-// with what arrives: it starts at 4 KiB and doubles, never past limit. A
-// body announced and not sent takes next to nothing, and the buffer kept
-// is never larger than limit.
-func readUpTo(r io.Reader, limit int) ([]byte, error) {
-	b := make([]byte, 0, min(limit, 4<<10))
-	for len(b) < limit {
-		if len(b) == cap(b) {
-			grown := make([]byte, len(b), min(limit, 2*cap(b)))
-			copy(grown, b)
-			b = grown
+// read reads r to its end, or to limit bytes, into memory that grows with
+// what arrives: it starts at 4 KiB and doubles, never past limit, and
+// takes each growth from the budget first. A body announced and not sent
+// takes next to nothing, and the buffer kept is never larger than limit.
+// taken is what read took of the budget (the buffer's size), to be given
+// back whatever err is; err is errBodyBudget when the budget ran out.
+func (b *bodyBudget) read(r io.Reader, limit int) (body []byte, taken int64, err error) {
+	size := min(limit, 4<<10)
+	if !b.take(int64(size)) {
+		return nil, 0, errBodyBudget
+	}
+	taken = int64(size)
+	body = make([]byte, 0, size)
+	for len(body) < limit {
+		if len(body) == cap(body) {
+			next := min(limit, 2*cap(body))
+			if !b.take(int64(next - cap(body))) {
+				return body, taken, errBodyBudget
+			}
+			taken += int64(next - cap(body))
+			grown := make([]byte, len(body), next)
+			copy(grown, body)
+			body = grown
 		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
+		n, err := r.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
 		if err == io.EOF {
-			return b, nil
+			return body, taken, nil
 		}
 		if err != nil {
-			return b, err
+			return body, taken, err
 		}
 	}
-	return b, nil
+	return body, taken, nil
 }

@@ -379,22 +379,36 @@ func TestABodyPastTheBudgetIsRefusedUntilTheBudgetIsGivenBack(t *testing.T) {
 	order := `{"customer":"Budget","items":[{"name":"Cup","quantity":1,"unit_price":"2.50"}]}`
 	whole := order + strings.Repeat(" ", MaxBody-len(order))
 
-	// Two bodies of 1 MiB, 16 KiB of each sent, take the whole budget
-	// while the rest is awaited.
-	held := make([]net.Conn, 2)
-	for i := range held {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
+	head := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(MaxBody) + "\r\n\r\n"
+	hold := func(n, sent int) []net.Conn {
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c, head+whole[:sent]); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
 		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		head := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(MaxBody) + "\r\n\r\n"
-		if _, err := io.WriteString(c, head+whole[:16<<10]); err != nil {
-			t.Fatal(err)
-		}
-		held[i] = c
+		return conns
 	}
+
+	// Bodies announced and not sent take next to nothing: with four of
+	// 1 MiB held at 16 KiB each, a body of 1 MiB is read.
+	announced := hold(4, 16<<10)
+	if res, body := askOnce(t, addr, head+whole); res.StatusCode != http.StatusCreated {
+		t.Errorf("a body of 1 MiB while four bodies of 1 MiB are announced and held at 16 KiB: got %d %s, want 201", res.StatusCode, testutil.Snippet(string(body)))
+	}
+	for _, c := range announced {
+		c.Close()
+	}
+
+	// Two bodies of 1 MiB sent but their last byte take the whole budget.
+	held := hold(2, MaxBody-1)
 	form := testutil.Form("customer", "Budget form")
 	for _, c := range []struct{ name, accept, ctype, body, wantType string }{
 		{"JSON", "application/json", "application/json", order, "application/json"},
@@ -429,7 +443,7 @@ func TestABodyPastTheBudgetIsRefusedUntilTheBudgetIsGivenBack(t *testing.T) {
 
 	// The held bodies end: both are read and served.
 	for i, c := range held {
-		if _, err := io.WriteString(c, whole[16<<10:]); err != nil {
+		if _, err := io.WriteString(c, whole[MaxBody-1:]); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := io.ReadAll(c)
@@ -438,8 +452,8 @@ func TestABodyPastTheBudgetIsRefusedUntilTheBudgetIsGivenBack(t *testing.T) {
 		}
 	}
 	// Every share comes back, from a body refused as too large too: each
-	// of these takes the whole budget's half, and a share kept would
-	// refuse the last.
+	// of these takes over half the budget, and a share kept would refuse
+	// the next.
 	chunkedOver := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", MaxBody+1, strings.Repeat("x", MaxBody+1))
 	for i := range 3 {
 		raw := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunkedOver

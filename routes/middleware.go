@@ -220,9 +220,9 @@ func closeUnreadBody(c *fiber.Ctx) error {
 // readBody reads the request's body as it arrives, growing its buffer
 // with the bytes received (never by the Content-Length announced), and
 // refuses one larger than MaxBody with 413 as soon as it knows: from the
-// Content-Length, else once MaxBody+1 bytes have come. Before reading, the
+// Content-Length, else once MaxBody+1 bytes have come. As it arrives, the
 // body takes its share of the bodies' budget (bodyBudget); past the budget
-// it is 503 with Retry-After, unread. A body that does not arrive within
+// it is 503 with Retry-After, the rest unread. A body that does not arrive within
 // BodyTimeout is 408. All close the connection; the 413's and the 503's
 // connections linger (listener.go), so that a client still sending reads
 // the answer instead of a reset. What follows sees the body in memory:
@@ -249,13 +249,13 @@ func (h *handlers) readBody(c *fiber.Ctx) error {
 	if limit < 0 { // chunked: length unknown
 		limit = MaxBody + 1
 	}
-	if !h.bodies.take(int64(limit)) {
+	body, taken, err := h.bodies.read(req.BodyStream(), limit)
+	c.Locals(bodyHeldLocal, taken) // given back by returnBodies
+	if errors.Is(err, errBodyBudget) {
 		closeGently()
 		c.Set(fiber.HeaderRetryAfter, "1")
-		return errBodyBudget
+		return err
 	}
-	c.Locals(bodyHeldLocal, int64(limit)) // given back by returnBodies
-	body, err := readUpTo(req.BodyStream(), limit)
 	if err != nil {
 		c.Context().SetConnectionClose()
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
