@@ -211,7 +211,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
-	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store); err != nil {
+	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	feeds := map[string]*store.Feed{}

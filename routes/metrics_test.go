@@ -73,8 +73,10 @@ func TestMetricsCountRequestsByRoutePatternNeverById(t *testing.T) {
 		`orders_http_requests_total{method="GET",route="unmatched",status="404"}`:                                   1,
 		`orders_http_request_duration_seconds_count{method="GET",route="/orders/:id<int>",status="200"}`:            2,
 		`orders_http_request_duration_seconds_bucket{method="GET",route="/orders/:id<int>",status="200",le="+Inf"}`: 2,
-		`orders_live_streams_open`: 0,
-		`orders_ready`:             1,
+		`orders_live_streams_open`:         0,
+		`orders_ready`:                     1,
+		`orders_request_body_bytes_held`:   0,
+		`orders_request_body_budget_bytes`: DefaultBodyBudget,
 	}
 	for s, v := range want {
 		if got, ok := all[s]; !ok || got != v {
