@@ -76,6 +76,9 @@ type config struct {
 	// and from one client address; maxConns 0 means three quarters of the
 	// open-file limit.
 	maxConns, maxConnsPerIP int
+	// bodyBudgetMiB: the most memory, in MiB, request bodies take at once
+	// across every connection while they are read and handled.
+	bodyBudgetMiB int
 	// metricsAddr: where Prometheus's /metrics is served; "" serves none.
 	metricsAddr string
 	// logFormat: "text" or "json".
@@ -118,6 +121,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 		return c, err
 	}
 	fl.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", perIP, "most connections open at once from one client address; a -trusted-proxies address is exempt (env MAX_CONNS_PER_IP)")
+	budget, err := envInt(env, "BODY_BUDGET", routes.DefaultBodyBudget>>20)
+	if err != nil {
+		return c, err
+	}
+	fl.IntVar(&c.bodyBudgetMiB, "body-budget", budget, "most memory in MiB that request bodies take at once, across every connection, while they are read; a body past it gets 503 (env BODY_BUDGET)")
 	fl.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, apart from the application's; empty: none (env METRICS_ADDR)")
 	fl.StringVar(&c.logFormat, "log-format", env("LOG_FORMAT", "text"), "log lines as text (key=value) or json (env LOG_FORMAT)")
 	if err := fl.Parse(args); err != nil {
@@ -128,6 +136,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	}
 	if c.maxConnsPerIP <= 0 {
 		return c, errors.New("-max-conns-per-ip must be a positive whole number")
+	}
+	if c.bodyBudgetMiB < 1 || c.bodyBudgetMiB > 1<<20 {
+		return c, errors.New("-body-budget must be a whole number of MiB from 1 to 1048576")
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return c, fmt.Errorf("-log-format must be text or json, not %q", c.logFormat)
@@ -263,7 +274,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		defer stopMetrics()
 	}
 	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", cfg.authUser != "",
-		"open_file_limit", files, "max_conns", maxConns, "max_conns_per_ip", cfg.maxConnsPerIP)
+		"open_file_limit", files, "max_conns", maxConns, "max_conns_per_ip", cfg.maxConnsPerIP, "body_budget_mib", cfg.bodyBudgetMiB)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -380,7 +391,8 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 
 	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
 		AuthUser: cfg.authUser, AuthPassword: cfg.authPassword, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
-		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight, Metrics: metrics})
+		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight, Metrics: metrics,
+		BodyBudget: int64(cfg.bodyBudgetMiB) << 20})
 	if err != nil {
 		return nil, nil, err
 	}

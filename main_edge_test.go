@@ -46,6 +46,43 @@ func TestConnectionCapFlags(t *testing.T) {
 	}
 }
 
+// TestBodyBudgetFlag: -body-budget / BODY_BUDGET is read like every flag,
+// in MiB, defaults to 64, and refuses what is not at least 1 MiB.
+func TestBodyBudgetFlag(t *testing.T) {
+	c, err := parseConfig(nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.bodyBudgetMiB<<20 != routes.DefaultBodyBudget {
+		t.Errorf("default body budget %d MiB, want %d MiB", c.bodyBudgetMiB, routes.DefaultBodyBudget>>20)
+	}
+	for _, ok := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{nil, map[string]string{"BODY_BUDGET": "16"}, 16},
+		{[]string{"-body-budget", "256"}, map[string]string{"BODY_BUDGET": "16"}, 256},
+	} {
+		c, err := parseConfig(ok.args, envOf(ok.env), io.Discard)
+		if err != nil || c.bodyBudgetMiB != ok.want {
+			t.Errorf("flags %q, variables %v: body budget %d MiB (%v), want %d", ok.args, ok.env, c.bodyBudgetMiB, err, ok.want)
+		}
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{nil, map[string]string{"BODY_BUDGET": "64MiB"}},
+		{nil, map[string]string{"BODY_BUDGET": "-1"}},
+		{[]string{"-body-budget", "0"}, nil},
+	} {
+		if _, err := parseConfig(bad.args, envOf(bad.env), io.Discard); err == nil {
+			t.Errorf("flags %q, variables %v: accepted, want an error", bad.args, bad.env)
+		}
+	}
+}
+
 // TestTheFileLimitIsRaisedToTheHardLimit lowers this process's soft limit
 // and has raiseFileLimit put it back at the hard limit.
 func TestTheFileLimitIsRaisedToTheHardLimit(t *testing.T) {

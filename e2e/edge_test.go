@@ -332,3 +332,127 @@ func mustRequest(t *testing.T, url string) *http.Request {
 	req.Header.Set("Accept", "application/json")
 	return req
 }
+
+// TestBodyFloodHeldWithinTheBudget opens 200 connections from four
+// addresses, each sending a whole 1 MiB body but its last byte, then
+// holding it: every body the app reads is in its memory until it ends.
+// With a budget of 32 MiB for the bodies being read, the app reads at most
+// 32 of them and answers the rest 503 at once, with Retry-After and the
+// security headers; its memory grows by far less than 200 MiB, /healthz
+// answers from another address, and once the held bodies end they are
+// served and a new body is read again.
+func TestBodyFloodHeldWithinTheBudget(t *testing.T) {
+	const budgetMiB = 32
+	app := startLimitedApp(t, "BODY_BUDGET="+strconv.Itoa(budgetMiB))
+	addr := strings.TrimPrefix(app.base, "http://")
+	pid := app.cmd.Process.Pid
+	order := `{"customer":"Flood","items":[{"name":"Cup","quantity":1,"unit_price":"2.50"}]}`
+	body := order + strings.Repeat(" ", 1<<20-len(order)) // 1 MiB: JSON ends in spaces
+	head := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+
+	type answer struct {
+		status int
+		header http.Header
+	}
+	const perAddr, addrs = 50, 4
+	var (
+		conns   []net.Conn
+		mu      sync.Mutex
+		answers []answer
+		readers sync.WaitGroup
+	)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	before := rssKB(t, pid)
+	for a := range addrs {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: loopback(40 + a)}, Timeout: 2 * time.Second}
+		for range perAddr {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("dialling from 127.0.0.%d: %v", 40+a, err)
+			}
+			conns = append(conns, c)
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+				an := answer{}
+				if res, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+					res.Body.Close()
+					an = answer{res.StatusCode, res.Header}
+				}
+				mu.Lock()
+				answers = append(answers, an)
+				mu.Unlock()
+			}()
+		}
+	}
+	var writers sync.WaitGroup
+	for _, c := range conns {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			_, _ = io.WriteString(c, head+body[:len(body)-1])
+		}()
+	}
+	writers.Wait()
+	peak := before
+	for range 10 {
+		peak = max(peak, rssKB(t, pid))
+		time.Sleep(100 * time.Millisecond)
+	}
+	healthErr := healthy(app.base, loopback(49))
+	mu.Lock()
+	early := append([]answer(nil), answers...)
+	mu.Unlock()
+
+	// The bodies held end: each is read whole and served.
+	for _, c := range conns {
+		_, _ = io.WriteString(c, body[len(body)-1:])
+	}
+	readers.Wait()
+	refused, created, other := 0, 0, map[int]int{}
+	var refusal http.Header
+	for _, an := range answers {
+		switch an.status {
+		case http.StatusServiceUnavailable:
+			refused++
+			refusal = an.header
+		case http.StatusCreated:
+			created++
+		default:
+			other[an.status]++
+		}
+	}
+	figure(fmt.Sprintf("edge body budget (%d MiB): %d connections from %d addresses each sending 1 MiB − 1 byte of body and holding: %d refused 503 at once (%d before the bodies ended), %d read and created once their last byte came, others %v; app RSS %d MB before, %d MB at the peak",
+		budgetMiB, len(conns), addrs, refused, len(early), created, other, before>>10, peak>>10))
+	if !app.running() {
+		t.Fatalf("the app exited under the body flood; its output:\n%s", tail(app.out.String(), 20))
+	}
+	if healthErr != nil {
+		t.Errorf("during the body flood, /healthz from another address: %v", healthErr)
+	}
+	if created > budgetMiB {
+		t.Errorf("%d bodies of 1 MiB were read at once, want at most %d (the budget)", created, budgetMiB)
+	}
+	if refused < len(conns)-budgetMiB {
+		t.Errorf("%d of %d bodies were refused 503, want at least %d (all past the budget)", refused, len(conns), len(conns)-budgetMiB)
+	}
+	if refusal != nil && (refusal.Get("Retry-After") == "" || refusal.Get("Content-Security-Policy") == "") {
+		t.Errorf("the 503 lacks Retry-After or the security headers: %v", refusal)
+	}
+	if grew := (peak - before) >> 10; grew > 4*budgetMiB {
+		t.Errorf("the app's memory grew by %d MB under %d bodies of 1 MiB with a budget of %d MiB, want under %d MB", grew, len(conns), budgetMiB, 4*budgetMiB)
+	}
+	// Every share of the budget was given back: a new body is read.
+	r, err := call(app.base, http.MethodPost, "/orders", "application/json", []byte(body), testutil.HJSON)
+	if err != nil {
+		t.Errorf("after the flood, a POST of 1 MiB: %v", err)
+	} else if r.Status != http.StatusCreated {
+		t.Errorf("after the flood, a POST of 1 MiB answered %d, want 201: %s", r.Status, r.Body)
+	}
+}

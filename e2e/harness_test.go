@@ -258,7 +258,7 @@ func appEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "AUTH_USER", "AUTH_PASSWORD", "ALLOWED_HOSTS", "TRUSTED_PROXIES", "MAX_CONNS", "MAX_CONNS_PER_IP":
+		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "AUTH_USER", "AUTH_PASSWORD", "ALLOWED_HOSTS", "TRUSTED_PROXIES", "MAX_CONNS", "MAX_CONNS_PER_IP", "BODY_BUDGET":
 			continue
 		}
 		env = append(env, kv)

@@ -69,6 +69,11 @@ type Config struct {
 	// readiness; main serves it on a listener of its own. One Metrics
 	// serves one application.
 	Metrics *Metrics
+	// BodyBudget is the most memory, in bytes, that request bodies take at
+	// once across every connection while they are read and handled
+	// (default DefaultBodyBudget); a body that would go past it is 503
+	// with Retry-After.
+	BodyBudget int64
 }
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
@@ -90,6 +95,9 @@ func New(cfg Config) (*fiber.App, error) {
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 1500 * time.Millisecond
+	}
+	if cfg.BodyBudget == 0 {
+		cfg.BodyBudget = DefaultBodyBudget
 	}
 	if err := checkNetConfig(cfg.AllowedHosts, cfg.TrustedProxies); err != nil {
 		return nil, err
@@ -119,7 +127,7 @@ func New(cfg Config) (*fiber.App, error) {
 		cfg.Limits.OnThrottle = func(limit string) { lim.OnThrottle(limit); cfg.Metrics.Throttled(limit) }
 	}
 	h := &handlers{store: cfg.Store, log: cfg.Logger, limits: store.NewLimits(cfg.Store, cfg.Limits),
-		proxies: newProxies(cfg.TrustedProxies), metrics: cfg.Metrics}
+		proxies: newProxies(cfg.TrustedProxies), metrics: cfg.Metrics, bodies: &bodyBudget{limit: cfg.BodyBudget}}
 	app := fiber.New(fiber.Config{
 		Views: engine,
 		// Request strings are kept past handlers (errors, logs): no reuse.
@@ -154,8 +162,21 @@ func New(cfg Config) (*fiber.App, error) {
 	})
 	h.routes = &routeTable{app: app}
 
-	app.Server().Handler = refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler)
-	app.Server().HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	app.Server().Handler = h.bodies.returnBodies(refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler))
+	app.Server().HeaderReceived = func(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		// A client that asks before sending a body too large to read
+		// (Expect: 100-continue) is not told to go on: fasthttp would
+		// answer "100 Continue" and wait for the body, and its own refusal
+		// of an expectation (417) carries none of the security headers and
+		// leaves the connection open. Without the expectation and with no
+		// body to wait for, the request reaches the handlers at once, and
+		// readBody answers 413 (a refusal before it, its own status), both
+		// closing the connection.
+		if hdr.ContentLength() > MaxBody && len(hdr.Peek(fiber.HeaderExpect)) > 0 {
+			hdr.Del(fiber.HeaderExpect)
+			hdr.SetContentLength(0)
+			hdr.Set(tooLargeHeader, "1")
+		}
 		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
 	}
 
@@ -176,7 +197,7 @@ func New(cfg Config) (*fiber.App, error) {
 	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
 		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
 	}
-	app.Use(readBody, h.guardWrites, methodOverride)
+	app.Use(h.readBody, h.guardWrites, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
 		defer cancel()
@@ -190,7 +211,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
-	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store); err != nil {
+	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	feeds := map[string]*store.Feed{}
@@ -254,6 +275,8 @@ type handlers struct {
 	// client behind a trusted proxy.
 	limits  *store.Limits
 	proxies proxies
+	// bodies bounds the memory request bodies take across connections.
+	bodies *bodyBudget
 }
 
 func (h *handlers) ready(c *fiber.Ctx) error {

@@ -355,3 +355,170 @@ func TestARequestRefusedBeforeSignInIsAnsweredWithoutReadingItsBody(t *testing.T
 		}
 	}
 }
+
+// askOnce writes raw to addr and reads one response, whole, without
+// waiting for the connection's end.
+func askOnce(t *testing.T, addr, raw string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no response (%v) to %q", err, testutil.Snippet(raw))
+	}
+	body, _ := io.ReadAll(res.Body)
+	return res, body
+}
+
+func TestABodyPastTheBudgetIsRefusedUntilTheBudgetIsGivenBack(t *testing.T) {
+	st := testutil.NewStore(t, testutil.Miniredis(t))
+	m := NewMetrics()
+	a := newTestApp(t, "miniredis", st, func(c *Config) { c.BodyBudget, c.Metrics = 2*MaxBody, m })
+	addr := serveListener(t, a)
+	order := `{"customer":"Budget","items":[{"name":"Cup","quantity":1,"unit_price":"2.50"}]}`
+	whole := order + strings.Repeat(" ", MaxBody-len(order))
+
+	head := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(MaxBody) + "\r\n\r\n"
+	hold := func(n, sent int) []net.Conn {
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c, head+whole[:sent]); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		return conns
+	}
+
+	// Two bodies of 1 MiB sent but their last byte take the whole budget,
+	// once the server has read them.
+	held := hold(2, MaxBody-1)
+	for deadline := time.Now().Add(10 * time.Second); scrape(t, m)["orders_request_body_bytes_held"] < 2*MaxBody; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("two bodies of 1 MiB − 1 byte sent: %v bytes held after 10 s, want %d", scrape(t, m)["orders_request_body_bytes_held"], 2*MaxBody)
+		}
+	}
+	form := testutil.Form("customer", "Budget form")
+	for _, c := range []struct{ name, accept, ctype, body, wantType string }{
+		{"JSON", "application/json", "application/json", order, "application/json"},
+		{"a form from a page", "text/html", form.Type, string(form.Data), "text/html"},
+	} {
+		raw := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + c.accept + "\r\nContent-Type: " + c.ctype + "\r\nContent-Length: " + strconv.Itoa(len(c.body)) + "\r\n\r\n" + c.body
+		res, body := askOnce(t, addr, raw)
+		if res.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("%s, a small body while the budget is taken: got %d %s, want 503", c.name, res.StatusCode, testutil.Snippet(string(body)))
+		}
+		if res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: the 503 has no Retry-After: %v", c.name, res.Header)
+		}
+		if !res.Close {
+			t.Errorf("%s: the 503 keeps the connection open, its body unread: %v", c.name, res.Header)
+		}
+		wantSecurityHeaders(t, c.name+" past the budget", res.Header)
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, c.wantType) || !strings.Contains(string(body), "too many request bodies") {
+			t.Errorf("%s: the 503 is %q %s, want %s saying too many request bodies", c.name, ct, testutil.Snippet(string(body)), c.wantType)
+		}
+	}
+
+	// The held bodies end: both are read and served.
+	for i, c := range held {
+		if _, err := io.WriteString(c, whole[MaxBody-1:]); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(c)
+		if res := readResponse(t, "a held body", string(got)); res.StatusCode != http.StatusCreated {
+			t.Errorf("held body %d, once sent whole: got %d, want 201", i, res.StatusCode)
+		}
+	}
+	// Every share comes back, from a body refused as too large too: each
+	// of these takes over half the budget, and a share kept would refuse
+	// the next.
+	chunkedOver := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", MaxBody+1, strings.Repeat("x", MaxBody+1))
+	for i := range 3 {
+		raw := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunkedOver
+		if res := readResponse(t, "chunked over 1 MiB", exchangeRaw(t, addr, raw)); res.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("chunked body over 1 MiB, try %d: got %d, want 413", i+1, res.StatusCode)
+		}
+	}
+	for i := range 3 {
+		raw := "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(MaxBody) + "\r\n\r\n" + whole
+		if res := readResponse(t, "1 MiB after the flood", exchangeRaw(t, addr, raw)); res.StatusCode != http.StatusCreated {
+			t.Errorf("a body of 1 MiB after the held ones ended, try %d: got %d, want 201", i+1, res.StatusCode)
+		}
+	}
+	// Bodies announced and not sent take next to nothing: with four of
+	// 1 MiB held at 16 KiB each, a body of 1 MiB is read.
+	hold(4, 16<<10)
+	if res, body := askOnce(t, addr, head+whole); res.StatusCode != http.StatusCreated {
+		t.Errorf("a body of 1 MiB while four bodies of 1 MiB are announced and held at 16 KiB: got %d %s, want 201", res.StatusCode, testutil.Snippet(string(body)))
+	}
+}
+
+func TestABodyTooLargeThatAsksFirstIsRefusedAtOnce(t *testing.T) {
+	a := newTestApp(t, "miniredis", testutil.NewStore(t, testutil.Miniredis(t)))
+	addr := serveListener(t, a)
+	ask := func(length int, host ...string) (net.Conn, *bufio.Reader, *http.Response) {
+		h := "127.0.0.1"
+		if len(host) > 0 {
+			h = host[0]
+		}
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+		head := "POST /orders HTTP/1.1\r\nHost: " + h + "\r\nAccept: application/json\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " + strconv.Itoa(length) + "\r\n\r\n"
+		if _, err := io.WriteString(conn, head); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("Expect: 100-continue with %d bytes announced and none sent: no answer (%v)", length, err)
+		}
+		return conn, br, res
+	}
+	// Too large: the 413 comes before any body, never "100 Continue".
+	_, _, res := ask(2 * MaxBody)
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "1 MiB") {
+		t.Fatalf("Expect: 100-continue with 2 MiB announced: got %d %s first, want 413 saying 1 MiB", res.StatusCode, testutil.Snippet(string(body)))
+	}
+	wantSecurityHeaders(t, "the 413 to a body too large that asks first", res.Header)
+	if !res.Close {
+		t.Errorf("the 413 to a body too large that asks first keeps the connection open: %v", res.Header)
+	}
+	// Refused before its body would be read: its own refusal, at once, and
+	// the connection closed, so a body sent anyway is never a request.
+	_, _, res = ask(2*MaxBody, "rebound.evil.test")
+	if res.StatusCode != http.StatusMisdirectedRequest || !res.Close {
+		t.Errorf("Expect: 100-continue with 2 MiB announced to a foreign host: got %d (closed: %v) first, want 421 and the connection closed", res.StatusCode, res.Close)
+	}
+	// Within the limit: "100 Continue", then the body is read.
+	order := `{"customer":"Asked first","items":[{"name":"Cup","quantity":1,"unit_price":"2.50"}]}`
+	conn, br, res := ask(len(order))
+	if res.StatusCode != http.StatusContinue {
+		t.Fatalf("Expect: 100-continue with %d bytes announced: got %d, want 100 Continue", len(order), res.StatusCode)
+	}
+	if _, err := io.WriteString(conn, order); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Errorf("the body sent after 100 Continue: got %v (%v), want 201", res, err)
+	}
+}

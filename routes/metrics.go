@@ -201,13 +201,19 @@ func (m *Metrics) RegisterEmbedded(stats func() store.EmbeddedStats) error {
 }
 
 // registerApp shows what the application itself holds: its open live
-// streams, whether the store is ready (what /readyz answers), and whether
-// it is recovering from Redis forgetting writes.
-func (m *Metrics) registerApp(streamsOpen func() int, st *store.Store) error {
+// streams, whether the store is ready (what /readyz answers), whether it
+// is recovering from Redis forgetting writes, and the request bodies held.
+func (m *Metrics) registerApp(streamsOpen func() int, st *store.Store, bodies *bodyBudget) error {
 	if m == nil {
 		return nil
 	}
 	return m.Register(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "request_body_bytes_held",
+			Help: "Memory taken now by request bodies being read and handled, in bytes."},
+			func() float64 { return float64(bodies.held.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "request_body_budget_bytes",
+			Help: "The most memory request bodies may take at once (-body-budget); past it a body gets 503."},
+			func() float64 { return float64(bodies.limit) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "live_streams_open",
 			Help: "Live update streams (text/event-stream) open now."},
 			func() float64 { return float64(streamsOpen()) }),

@@ -77,6 +77,8 @@ func TestMetricsCountRequestsByRoutePatternNeverById(t *testing.T) {
 		`orders_ready`:                           1,
 		`orders_store_recovering`:                0,
 		`orders_store_forgetting_detected_total`: 0,
+		`orders_request_body_bytes_held`:         0,
+		`orders_request_body_budget_bytes`:       DefaultBodyBudget,
 	}
 	for s, v := range want {
 		if got, ok := all[s]; !ok || got != v {

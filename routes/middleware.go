@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -186,6 +185,19 @@ func (h *handlers) guardWrites(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// tooLargeHeader marks a request whose body was too large to read before
+// any of it was sent: one that asked first (Expect), whose Content-Length
+// is then set to 0 so that nothing waits for a body that must not come
+// (New, HeaderReceived). A client that sends it itself only has its own
+// request refused.
+const tooLargeHeader = "X-Orders-Body-Too-Large"
+
+// announcedTooLarge says whether a request announced a body larger than
+// MaxBody.
+func announcedTooLarge(h *fasthttp.RequestHeader) bool {
+	return h.ContentLength() > MaxBody || len(h.Peek(tooLargeHeader)) > 0
+}
+
 // bodyReadLocal marks a request whose body readBody has taken.
 const bodyReadLocal = "body_read"
 
@@ -197,7 +209,7 @@ const bodyReadLocal = "body_read"
 func closeUnreadBody(c *fiber.Ctx) error {
 	err := c.Next()
 	if read, _ := c.Locals(bodyReadLocal).(bool); !read {
-		if n := c.Request().Header.ContentLength(); n > 0 || n == -1 { // -1: chunked
+		if n := c.Request().Header.ContentLength(); n > 0 || n == -1 || announcedTooLarge(&c.Request().Header) { // -1: chunked
 			c.Context().SetConnectionClose()
 			lingerOnClose(c.Context().Conn())
 		}
@@ -208,27 +220,42 @@ func closeUnreadBody(c *fiber.Ctx) error {
 // readBody reads the request's body as it arrives, growing its buffer
 // with the bytes received (never by the Content-Length announced), and
 // refuses one larger than MaxBody with 413 as soon as it knows: from the
-// Content-Length, else once MaxBody+1 bytes have come. A body that does
-// not arrive within BodyTimeout is 408. Both close the connection; the
-// 413's connection lingers (listener.go), so that a client still sending
-// reads the answer instead of a reset. What follows sees the body in
-// memory: c.Body, BodyParser, PostArgs and MultipartForm work as they
-// would without streaming.
-func readBody(c *fiber.Ctx) error {
+// Content-Length, else once MaxBody+1 bytes have come. As it arrives, the
+// body takes its share of the bodies' budget (bodyBudget); past the budget
+// it is 503 with Retry-After, the rest unread. A body that does not arrive within
+// BodyTimeout is 408. All close the connection; the 413's and the 503's
+// connections linger (listener.go), so that a client still sending reads
+// the answer instead of a reset. What follows sees the body in memory:
+// c.Body, BodyParser, PostArgs and MultipartForm work as they would
+// without streaming.
+func (h *handlers) readBody(c *fiber.Ctx) error {
 	c.Locals(bodyReadLocal, true)
 	req := c.Request()
+	closeGently := func() {
+		c.Context().SetConnectionClose()
+		lingerOnClose(c.Context().Conn())
+	}
+	tooLarge := func() error {
+		closeGently()
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
+	}
+	if announcedTooLarge(&req.Header) {
+		return tooLarge()
+	}
 	if !req.IsBodyStream() {
 		return c.Next()
 	}
-	tooLarge := func() error {
-		c.Context().SetConnectionClose()
-		lingerOnClose(c.Context().Conn())
-		return fiber.NewError(fiber.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB")
+	limit := req.Header.ContentLength()
+	if limit < 0 { // chunked: length unknown
+		limit = MaxBody + 1
 	}
-	if req.Header.ContentLength() > MaxBody { // -1: chunked, length unknown
-		return tooLarge()
+	body, taken, err := h.bodies.read(req.BodyStream(), limit)
+	c.Locals(bodyHeldLocal, taken) // given back by returnBodies
+	if errors.Is(err, errBodyBudget) {
+		closeGently()
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return err
 	}
-	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), MaxBody+1))
 	if err != nil {
 		c.Context().SetConnectionClose()
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {

@@ -277,6 +277,9 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		if errors.Is(err, errTooManyStreams) {
 			what = "too many live update streams"
 		}
+		if errors.Is(err, errBodyBudget) {
+			what = "too many request bodies being read"
+		}
 		h.log.Warn(what, "err", err, "request_id", requestIDOf(c))
 	}
 	r, nerr := negotiate(c)
