@@ -32,23 +32,7 @@ func TestEmbeddedStoreUnderLoadAndRestart(t *testing.T) {
 	}
 	every := min(2*time.Second, (d / 15).Round(time.Millisecond))
 	data := filepath.Join(t.TempDir(), "orders.json")
-	start := func() *appServer {
-		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		cmd := exec.Command(appBinary(t), "-addr", addr, "-data", data)
-		cmd.Env = appEnv("ORDERS_SNAPSHOT_INTERVAL=" + every.String())
-		a := &appServer{proc: startProc(t, "app "+addr, cmd), base: "http://" + addr}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if res, err := quick.Get(a.base + "/healthz"); err == nil {
-				res.Body.Close()
-				return a
-			}
-			if !a.running() || time.Now().After(deadline) {
-				t.Fatalf("the app did not start; its output:\n%s", tail(a.out.String(), 30))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	start := func() *appServer { return startEmbedded(t, data, "ORDERS_SNAPSHOT_INTERVAL="+every.String()) }
 	app := start()
 	snapshots := 0
 	stop := make(chan struct{})
