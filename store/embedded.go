@@ -385,8 +385,12 @@ func (e *Embedded) load(fatal func(error)) error {
 			db.SetTTL(k, left)
 		}
 	}
-	e.log.Info("loaded the snapshot and its log", "file", e.path, "keys", len(e.cache), "expired", expired,
-		"written", snap.Written, "log_records", replayed)
+	if snap.Written.IsZero() && replayed == 0 {
+		e.log.Info("starting empty: no snapshot or log yet", "file", e.path)
+	} else {
+		e.log.Info("loaded the snapshot and its log", "file", e.path, "keys", len(e.cache), "expired", expired,
+			"written", snap.Written, "log_records", replayed)
+	}
 	if replayed > 0 {
 		e.dirty.Store(true) // the next snapshot takes them in, and the log goes
 	}
