@@ -325,7 +325,7 @@ func raiseFileLimit() (uint64, error) {
 // closeAndKeep calls closeStore and makes its error *err unless there is
 // one already. The embedded store writes its last snapshot when it closes:
 // a failure there is the run's error, so the process exits non-zero
-// (CONTRACT §8).
+// rather than report success with the last writes lost.
 func closeAndKeep(closeStore func() error, err *error) {
 	if cerr := closeStore(); cerr != nil && *err == nil {
 		*err = cerr

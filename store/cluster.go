@@ -18,8 +18,8 @@ import (
 const clusterRefresh = 500 * time.Millisecond
 
 // NewClusterClient returns a Redis Cluster client that follows a failover
-// within a second (CONTRACT §8: service again within 2 s of the
-// promotion). Left alone, go-redis v9 re-reads the slot map only on
+// within a second (the service must answer again within 2 s of a
+// replica's promotion). Left alone, go-redis v9 re-reads the slot map only on
 // MOVED/ASK or every 60 s; a refused connection to a dead master triggers
 // neither, and its retries go back to the node the stale map names (a
 // WATCH or MULTI/EXEC retries the same node every time). This client

@@ -7,7 +7,7 @@ import (
 )
 
 // Every call to Redis has a deadline, so a dead or hung Redis answers 503
-// within 2 seconds instead of hanging a request (CONTRACT §3). These are
+// within 2 seconds instead of hanging a request. These are
 // the one place the deadlines are set: the single client, the embedded
 // store's client and the Cluster client all get them here.
 const (
@@ -16,9 +16,10 @@ const (
 	poolTimeout = time.Second
 )
 
-// Deadlines sets o's timeouts, turns on context deadlines (without them a
-// context bounds no read, PITFALLS) and allows one retry and one dial retry
-// (the defaults retry for many seconds).
+// Deadlines sets o's timeouts, turns on context deadlines (go-redis lets a
+// context's deadline bound a read only with ContextTimeoutEnabled) and
+// allows one retry and one dial retry (the defaults, 3 retries and 5 dial
+// retries, each up to its timeout, keep a request waiting many seconds).
 func Deadlines(o *redis.Options) {
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = dialTimeout, ioTimeout, ioTimeout, poolTimeout
 	o.ContextTimeoutEnabled = true

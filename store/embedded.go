@@ -661,8 +661,10 @@ func readOnlyCmd(srv *server.Server, cmd string) bool {
 	return srv.IsReadOnlyCommand(cmd)
 }
 
-// Health reports an error after two snapshots in a row failed (CONTRACT
-// §8): /readyz then answers 503 until one is written again.
+// Health reports an error after two snapshots in a row failed: /readyz
+// then answers 503 until one is written again, so an operator sees that
+// the data is no longer being saved. Every failure is logged; one alone
+// does not make the store unready.
 func (e *Embedded) Health() error {
 	if n := e.failures.Load(); n >= 2 {
 		if p := e.lastErr.Load(); p != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Live updates (CONTRACT §10): every change of a record is also an event in
+// Live updates: every change of a record is also an event in
 // its resource's event stream, a Redis stream (o:events, p:{p}:events), so
 // that every app instance sharing the Redis sees every change, and a
 // client that reconnects gets what it missed from Redis itself.

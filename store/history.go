@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// History (CONTRACT §10): every successful create, change and delete of a
+// History: every successful create, change and delete of a
 // record appends one entry, in the same transaction as the change (the
 // write path, write.go), and a note appends one without changing the
 // record. The entries of a record are one sorted set beside its hash, with

@@ -12,7 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// IdempotencyTTL is how long an Idempotency-Key is remembered (CONTRACT §8).
+// IdempotencyTTL is how long an Idempotency-Key is remembered: a retry with
+// the same key within it gets the first request's answer.
 const IdempotencyTTL = 24 * time.Hour
 
 // MaxIdempotencyKey is the longest Idempotency-Key accepted.

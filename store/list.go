@@ -13,7 +13,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Query selects a page of the collection (CONTRACT §4).
+// Query selects a page of the order collection: the query that the List
+// (GET /orders) and the Inquiry (GET /orders/inquiry) share.
 type Query struct {
 	// Q is an exact order id or a case-insensitive prefix of the customer name.
 	Q string
@@ -45,8 +46,8 @@ type Page struct {
 	PerPage    int
 }
 
-// Sort names an order of the List (CONTRACT §4): a field, descending when
-// it starts with "-".
+// Sort names an order of the List: a field, descending when it starts
+// with "-".
 type Sort string
 
 // The sorts the List knows; the first is the default.
@@ -110,7 +111,7 @@ func (q *Query) Normalize() {
 	}
 }
 
-// List returns one page of orders (CONTRACT §4). Without a search, the
+// List returns one page of orders that match q. Without a search, the
 // page is a range of the sort's index (for the created sort, a score range
 // when dates are given): O(log N + page), in two or three pipelined round
 // trips whatever the page size. One search term is a range of the term

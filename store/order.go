@@ -75,7 +75,8 @@ func (s Status) CanBecome(t Status) bool {
 // ItemsEditable reports whether items and currency may change in status s.
 func (s Status) ItemsEditable() bool { return s == Pending || s == Confirmed }
 
-// Limits of CONTRACT §1.
+// Limits of an order's fields (in characters, except MaxItems and
+// MaxQuantity).
 const (
 	MaxCustomer = 120
 	MaxEmail    = 254
@@ -184,8 +185,8 @@ var (
 	currencyRE = regexp.MustCompile(`^[A-Z]{` + strconv.Itoa(CurrencyLen) + `}$`)
 )
 
-// itemKey is the error key of an item field: items[i][field] (CONTRACT
-// §3), i the item's position in Input.Items (a form's row numbers are the
+// itemKey is the error key of an item field: items[i][field], as forms
+// name item fields and as JSON errors report them, i the item's position in Input.Items (a form's row numbers are the
 // HTTP layer's: routes gives the messages back under them).
 func itemKey(n int, field string) string {
 	return "items[" + strconv.Itoa(n) + "][" + field + "]"
@@ -409,7 +410,7 @@ func ParseID(s string) (int64, bool) {
 
 const msgBidi = "must not contain bidirectional override, embedding or isolate characters"
 
-// cleanText is how every text field is read (CONTRACT §8): trimmed and
+// cleanText is how every text field of every resource is read: trimmed and
 // NFC-normalised (a composed and a decomposed "Zoé" are one name); a value
 // of nothing but invisible characters (zero-width, bidi marks, BOM) is
 // empty; ok is false when it holds a bidi override, embedding or isolate,

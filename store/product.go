@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Products are the catalogue (CONTRACT §9): a second resource, stored
-// through the same write path as orders (write.go) with two differences
+// Products are the catalogue that fills order items: a second resource,
+// stored through the same write path as orders (write.go) with two differences
 // the kind declares:
 //
 //   - Every product key carries the hash tag {p}: the catalogue lives in
@@ -282,7 +282,7 @@ func (s *Store) CreateProduct(ctx context.Context, in ProductInput) (*Product, e
 		return nil, &Error{Code: EINVALID, Message: "the product has invalid values", Fields: errs}
 	}
 	// A SKU already held is refused before an id is drawn, so a refused
-	// create changes nothing (it used to advance the id counter). The
+	// create changes nothing, not even the id counter. The
 	// write checks the claim again under WATCH: of creates racing for one
 	// SKU, only one can win there.
 	owner, err := s.rdb.Get(ctx, s.skuClaim(p.SKU)).Result()

@@ -10,13 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ProductSorts are the sorts of the product list (CONTRACT §9); the first
-// is the default.
+// ProductSorts are the sorts of the product list; the first is the default.
 var ProductSorts = []Sort{"sku", "-sku", "name", "-name", "-created", "created"}
 
-// ProductQuery is a page of the product list: q as CONTRACT §9 says (the
-// id, the start of the SKU, the start of any word of the name; every term
-// must match), Active "true", "false" or "" (all).
+// ProductQuery is a page of the product list: each term of q matches a
+// product's id, the start of its SKU or the start of any word of its name,
+// and every term must match; Active is "true", "false" or "" (all).
 type ProductQuery struct {
 	Q       string
 	Active  string

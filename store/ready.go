@@ -47,7 +47,8 @@ const (
 
 // clusterReady checks that the slot map covers all 16384 slots and that
 // every master answers PING: while a dead master's replica has not taken
-// over, its slots have no master that answers (CONTRACT §8). The masters
+// over, its slots have no master that answers, and the app is not ready
+// (/readyz 503) while any slot has none. The masters
 // are pinged over connections of the probe's own, in parallel: the
 // client's ForEachMaster would re-read its slot map as a side effect, and
 // a probe must not be what keeps the app's routing fresh. It takes at most

@@ -15,10 +15,10 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Search (CONTRACT §4). Every order has search terms: each word of its
-// customer name, its email address and each item's SKU, folded (foldTerm).
-// A query term matches an order when it is a prefix of one of them (or is
-// the order's id).
+// Search: an order matches q when every term of q matches it. Every order
+// has search terms: each word of its customer name, its email address and
+// each item's SKU, folded (foldTerm). A query term matches an order when it
+// is a prefix of one of them (or is the order's id).
 //
 // The term index ix:{w} is one lexicographic sorted set of members
 // "term NUL inverted-id": a prefix p is the range [p, p\xff), in match order
