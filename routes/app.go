@@ -42,7 +42,7 @@ type Config struct {
 	// AllowedHosts are the host names (no port) the server answers to
 	// besides IP literals, localhost and *.localhost, which always pass: a
 	// DNS-rebinding page needs a name of its own. Any other Host gets 421
-	// before any work (CONTRACT §8). Empty means IP literals and localhost
+	// before any work. Empty means IP literals and localhost
 	// only: a default install on 127.0.0.1 answers to nothing a page on
 	// another site can point its name at. main.go adds the -addr host when
 	// it is a name.
@@ -78,7 +78,8 @@ type Config struct {
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
 
-// MaxBody is the largest request body the application reads (CONTRACT §3).
+// MaxBody is the largest request body the application reads (1 MiB); a
+// larger one is 413.
 const MaxBody = 1 << 20
 
 // HeaderTimeout is how long a request's headers may take to arrive;

@@ -14,7 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Static files (CONTRACT §7): every file of public/ is read, hashed and
+// Static files, served compressed and with content-hashed URLs: every
+// file of public/ is read, hashed and
 // compressed once when the application is built, and served under
 // /public/ by two names:
 //
@@ -194,7 +195,7 @@ func (a *assets) serve(c *fiber.Ctx) error {
 }
 
 // matches says whether an If-None-Match list names any coding of the file
-// (weak comparison, RFC 9110 §13.1.2): each is the same content.
+// (weak comparison, RFC 9110, section 13.1.2): each is the same content.
 func (f *asset) matches(inm string) bool {
 	base := strings.Trim(f.tag, `"`)
 	for _, t := range strings.Split(inm, ",") {

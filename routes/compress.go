@@ -9,7 +9,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Response compression (CONTRACT §7: HTML, CSS and JS served compressed).
+// Response compression: HTML, CSS and JS are served compressed when the
+// client accepts it.
 //
 // Not Fiber's compress middleware: fasthttp reads Accept-Encoding by
 // substring (q-values ignored), adds Vary only to the responses it
@@ -39,8 +40,8 @@ const (
 	gzipped  coding = "gzip"
 )
 
-// negotiateEncoding picks br or gzip from Accept-Encoding (RFC 9110
-// §12.5.3): the highest q above 0 wins, br on a tie; "*" stands for a
+// negotiateEncoding picks br or gzip from Accept-Encoding (RFC 9110,
+// section 12.5.3): the highest q above 0 wins, br on a tie; "*" stands for a
 // coding not named; no header, or none acceptable, is identity.
 func negotiateEncoding(header string) coding {
 	if header == "" {

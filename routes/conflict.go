@@ -9,7 +9,7 @@ import (
 	"orders/store"
 )
 
-// conflictView is what a 409 shows (CONTRACT §3, §7): the values the person
+// conflictView is what a 409 (a stale version) shows: the values the person
 // sent ("yours") beside the stored ones ("theirs"), only where they differ,
 // field by field and item by item, and the two ways on: keep mine (the
 // form now carries the stored version, so saving it again replaces theirs

@@ -22,7 +22,8 @@ func badRequest(format string, args ...any) error {
 // store's input, and the number each item row had in the request (N of
 // items[N][field] in a form, the position in a JSON array). The store
 // knows items by their position in Input.Items; requestErrors gives its
-// messages back under the keys the request used (CONTRACT §3).
+// messages back under the keys the request used, so each message lands
+// beside the row the person filled in.
 type orderIn struct {
 	store.Input
 	// rowN[i] is the N of Items[i].
@@ -69,8 +70,9 @@ func (in *orderIn) rows() []itemRow {
 	return out
 }
 
-// orderFields are the fields of an order as requests send them (CONTRACT
-// §1, §2), in the order the forms show them. The limits are the store's.
+// orderFields are the fields of an order as requests send them, under one
+// name in forms and JSON, in the order the forms show them. The limits are
+// the store's.
 var orderFields = fields[orderIn]{
 	{Name: "customer", Label: "Customer", Max: store.MaxCustomer, UI: control{Required: true},
 		text: func(in *orderIn) **string { return &in.Customer }},
@@ -151,15 +153,16 @@ func decodeBody[T any](c *fiber.Ctx, fs fields[T]) (T, error) {
 	return in, err
 }
 
-// decodeForm reads an order's form fields (CONTRACT §2).
+// decodeForm reads an order's form fields: customer, email, status,
+// currency, notes, version and items[N][field].
 func decodeForm(kv [][2]string) (orderIn, error) {
 	var in orderIn
 	err := orderFields.fromForm(&in, kv)
 	return in, err
 }
 
-// decodeJSON reads an order as a JSON object with the field names of
-// CONTRACT §1. Syntax errors and wrong types are 400; values are checked
+// decodeJSON reads an order as a JSON object with the same field names as
+// the form (items as an array of objects). Syntax errors and wrong types are 400; values are checked
 // by the store.
 func decodeJSON(body []byte) (orderIn, error) {
 	var in orderIn
@@ -178,7 +181,7 @@ func jsonObject(body []byte) (json.RawMessage, error) {
 		return nil, badRequest("the body must be a JSON object")
 	}
 	// encoding/json turns invalid UTF-8 into U+FFFD without an error, which
-	// would store mangled text; JSON must be UTF-8 (RFC 8259 §8.1).
+	// would store mangled text; JSON must be UTF-8 (RFC 8259, section 8.1).
 	if !utf8.Valid(body) {
 		return nil, badRequest("the body is not valid UTF-8")
 	}

@@ -16,7 +16,7 @@ import (
 	"orders/store"
 )
 
-// Live updates (CONTRACT §10): GET /<plural>/events is the collection's
+// Live updates: GET /<plural>/events is the collection's
 // changes as a text/event-stream, across every app instance sharing the
 // Redis (store/events.go):
 //
@@ -73,7 +73,7 @@ var errTooManyStreams = fiber.NewError(fiber.StatusServiceUnavailable, "too many
 
 // acceptsEventStream reports whether an Accept header allows
 // text/event-stream (no header does). The most specific range that names
-// it decides (RFC 9110 §12.5.1): "text/event-stream;q=0, */*" refuses it.
+// it decides (RFC 9110, section 12.5.1): "text/event-stream;q=0, */*" refuses it.
 func acceptsEventStream(accept string) bool {
 	if strings.TrimSpace(accept) == "" {
 		return true

@@ -1,8 +1,8 @@
 package routes
 
-// A resource's fields as one table (issue 10, finding 5): each entry is one
-// field, with its form key and JSON name (one name: CONTRACT §2 uses the
-// field names of §1 in both), how its value is read, its limit, where it
+// A resource's fields as one table: each entry is one field, with its form
+// key and JSON name (one name: forms and JSON name a field alike), how its
+// value is read, its limit, where it
 // goes in the resource's input and how its control is drawn. The form and
 // JSON decoders walk the table, and so do the forms (fieldView,
 // partials/field.html): adding a field to a resource is one entry.
@@ -117,7 +117,8 @@ type control struct {
 	FromProduct string
 	// Suggest is the path of the collection whose active members typing
 	// in this control suggests (data-product-picker, for app.js: the
-	// product picker, CONTRACT §9). Without JavaScript it does nothing.
+	// product picker, an ARIA combobox of up to 10 active products).
+	// Without JavaScript it does nothing.
 	Suggest string
 }
 
@@ -192,8 +193,9 @@ func (fs fields[T]) overlay(dst, src *T) {
 	}
 }
 
-// fromForm reads form pairs into dst, in the order sent (CONTRACT §2): the
-// first value of a key counts. Keys that name no field (_method, buttons)
+// fromForm reads form pairs into dst, in the order sent: the first value
+// of a key counts. Row keys (items[N][field]) are gathered by N, gaps
+// allowed, and kept in N order. Keys that name no field (_method, buttons)
 // are skipped; a key that starts like a row's but is not one is a 400.
 func (fs fields[T]) fromForm(dst *T, kv [][2]string) error {
 	seen := map[string]bool{}
@@ -512,7 +514,8 @@ func (r *rows[T, R]) fromJSON(dst *T, arr json.RawMessage, name string) error {
 }
 
 // errKey is the error key (and form key) of field sub of row n:
-// items[N][field] (CONTRACT §3).
+// items[N][field], with the N the request sent, so a 422 puts each message
+// beside the row it is about.
 func errKey(rowsName string, n int, sub string) string {
 	return rowsName + "[" + strconv.Itoa(n) + "][" + sub + "]"
 }

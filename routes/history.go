@@ -1,6 +1,6 @@
 package routes
 
-// History and notes (CONTRACT §10), the same for every resource:
+// History and notes, the same for every resource:
 // GET <member>/history (page, fragment, JSON), POST <member>/history (a
 // note), and the timeline on a record's page.
 

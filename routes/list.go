@@ -1,8 +1,9 @@
 package routes
 
-// The List and Inquiry query (CONTRACT §4) and the view of one page of it:
-// the links that keep the whole query, the sortable column headers, the
-// page numbers and the words the page says about them.
+// The List and Inquiry query (q, the resource's filters, sort, page and
+// per_page) and the view of one page of it: the links that keep the whole
+// query, the sortable column headers, the page numbers and the words the
+// page says about them.
 
 import (
 	"net/url"
@@ -96,7 +97,8 @@ func (l *listView) Rows() any { return l.Page.Rows }
 // Shown says the page shows at least one member.
 func (l *listView) Shown() bool { return l.Page.N > 0 }
 
-// orderListing is the List of orders (CONTRACT §4).
+// orderListing is the List of orders: its sorts, its status filter and its
+// date range.
 var orderListing = &listing{
 	Sorts:      store.Sorts,
 	Columns:    map[string]store.Sort{"created": store.SortCreatedDesc, "customer": store.SortCustomer, "updated": store.SortUpdatedDesc, "total": store.SortTotalDesc},

@@ -9,9 +9,10 @@ import (
 	"orders/store"
 )
 
-// members serves the member routes of one resource (spec rule 5): New,
-// Create, Show, Edit, Update and Delete, in every representation, with
-// the same ETags, locking, notices and answers for every resource. A
+// members serves the member routes of one resource, the same URIs and
+// methods for every resource: New, Create, Show, Edit, Update and Delete,
+// in every representation, with the same ETags, locking, notices and
+// answers for every resource. A
 // resource gives it its record type T, its input type In, its store
 // functions and a few functions of its own (the form, the page title, the
 // forms for programs); its List is a handler of its own (its query and
@@ -41,13 +42,14 @@ type members[T, In any] struct {
 	// conflict compares what the person sent with the stored record: a
 	// 409's yours and theirs (conflict.go).
 	conflict func(cur *T, in In, row bool) *conflictView
-	// createOnce, when set, lets a create carry an Idempotency-Key
-	// (CONTRACT §8); fp identifies the request body.
+	// createOnce, when set, lets a create carry an Idempotency-Key (the same
+	// key within a day answers the first request's result); fp identifies
+	// the request body.
 	createOnce func(ctx context.Context, key, fp string, in In) (*T, error)
 	// createNotice says in the alert region what a create's 422 cannot
 	// mark on the New form (a field it has no control for); may be nil.
 	createNotice func(errs map[string]string) *notice
-	// history reads a page of a record's history (CONTRACT §10), newest
+	// history reads a page of a record's history, newest
 	// first, before the entry named by cursor; note adds a note to it.
 	history func(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error)
 	note    func(ctx context.Context, id int64, text string) (*store.HistoryEntry, error)
@@ -177,7 +179,7 @@ func (m *members[T, In]) create(c *fiber.Ctx, rp repr) (*response, error) {
 	var rec *T
 	if key := c.Get("Idempotency-Key"); key != "" && m.createOnce != nil {
 		// A retry with the same key and body answers the first request's
-		// record (CONTRACT §8): safe after a 503 or a lost connection.
+		// record: safe after a 503 or a lost connection.
 		if !store.ValidIdempotencyKey(key) {
 			return nil, badRequest("Idempotency-Key must be 1 to %d visible ASCII characters", store.MaxIdempotencyKey)
 		}
@@ -335,7 +337,7 @@ func (m *members[T, In]) delete(c *fiber.Ctx, rp repr) (*response, error) {
 	if m.R.isRow(c, rp, id) {
 		// The row removes itself; only the notice travels. The List's
 		// results then fetch themselves again (their hx-trigger), so the
-		// count and the page are right after the delete (issue 9 #8).
+		// count and the page are right after the delete.
 		out.HXLocation, out.Partial, out.Trigger = "", partialNotice, m.R.changedTrigger()
 	}
 	return out, nil

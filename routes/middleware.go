@@ -163,7 +163,8 @@ func unsafeMethod(m string) bool {
 	return m != fiber.MethodGet && m != fiber.MethodHead && m != fiber.MethodOptions
 }
 
-// guardWrites refuses unsafe requests from other origins (CONTRACT §3): a
+// guardWrites refuses unsafe requests from other origins with 403, and
+// nothing changes: a
 // browser says where a request comes from in Sec-Fetch-Site and Origin.
 // Clients that send neither (curl, programs) are not browsers and pass.
 func (h *handlers) guardWrites(c *fiber.Ctx) error {
@@ -271,7 +272,7 @@ func (h *handlers) readBody(c *fiber.Ctx) error {
 }
 
 // methodOverride lets a plain HTML form send PUT and DELETE as a POST with
-// a _method field (CONTRACT §2). Only POST is overridden.
+// a _method field (_method=PUT or _method=DELETE). Only POST is overridden.
 func methodOverride(c *fiber.Ctx) error {
 	if c.Method() != fiber.MethodPost {
 		return c.Next()
@@ -317,7 +318,7 @@ func mediaType(ct string) string {
 const actorLocal = "actor"
 
 // actorName is who the request comes from: the signed-in user, else
-// "anonymous" (CONTRACT §10).
+// "anonymous" (the actor history records).
 func actorName(c *fiber.Ctx) string {
 	if u, _ := c.Locals(actorLocal).(string); u != "" {
 		return u
@@ -404,7 +405,7 @@ func logName(s string) string {
 
 // recoverPanics turns a panic in any later handler into an error (so the
 // error handler answers 500 with the request id, in the representation
-// asked for) and logs its stack; the process keeps serving (CONTRACT §8).
+// asked for) and logs its stack; the process keeps serving.
 func (h *handlers) recoverPanics(c *fiber.Ctx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

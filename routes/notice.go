@@ -2,10 +2,11 @@ package routes
 
 import "strings"
 
-// Notice kinds (CONTRACT §7). Each looks different (an icon and a word as
-// well as a colour) and is announced in its own live region: a success in
-// #notice (role=status, polite), a warning or an error in #notice-alert
-// (role=alert), so a problem interrupts and a confirmation waits its turn.
+// Notice kinds: success, warning and error. Each looks different (an icon
+// and a word as well as a colour) and is announced in its own live region:
+// a success in #notice (role=status, polite), a warning or an error in
+// #notice-alert (role=alert), so a problem interrupts and a confirmation
+// waits its turn.
 const (
 	noticeSuccess = "success"
 	noticeWarning = "warning"
@@ -57,8 +58,8 @@ func (v *view) AlertNotice() *notice {
 }
 
 // encodeFlash and decodeFlash carry a notice in the flash cookie as
-// "kind:text"; a value without a known kind is a success (the form the
-// cookie had before notices had kinds).
+// "kind:text"; a value without a known kind is shown whole as a success
+// (a plain text flash), so no cookie's text is lost.
 func encodeFlash(n *notice) string { return n.Kind + ":" + n.Text }
 
 func decodeFlash(s string) *notice {

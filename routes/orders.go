@@ -13,7 +13,8 @@ import (
 	"orders/store"
 )
 
-// orderHandlers serves the order resource (spec: eight endpoints). Each
+// orderHandlers serves the order resource's eight endpoints (List, New,
+// Create, Read, Edit, Update, Delete and Inquiry). Each
 // handler returns a *response; respond writes it (response.go). The
 // HX-Target ids the server knows (docs/api.md) are the resource's:
 //   - order-results (ResultsID): the table and pager of List, or the list
@@ -152,7 +153,7 @@ func (r *resource) listResponse(c *fiber.Ctx, rp repr, name, nav string, l *list
 			l.Page.TotalIsLowerBound, nullable(l.Prev), nullable(l.Next)}}}
 }
 
-// listJSON is the List and Inquiry JSON (CONTRACT §4): the entries under
+// listJSON is the List and Inquiry JSON: the entries under
 // the resource's plural ({"orders": [...]}), then the page.
 type listJSON struct {
 	r       *resource

@@ -1,6 +1,7 @@
 package routes
 
-// The product resource (CONTRACT §9): what a second resource provides.
+// The product resource, the catalogue that fills order items: what a
+// second resource provides.
 // Its description, its fields, its List's sorts and filters, its form
 // and its store functions; everything else (the eight routes, the three
 // representations, ETags, locking, notices, errors, the pager and the
@@ -20,7 +21,7 @@ import (
 // productResource is the product catalogue.
 var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents}
 
-// productFields are a product's fields as requests send them (CONTRACT §9).
+// productFields are a product's fields as requests send them.
 var productFields = fields[store.ProductInput]{
 	{Name: "sku", Label: "SKU", Max: store.MaxSKU, UI: control{Required: true, Size: 16, Pattern: `[A-Za-z0-9._\-]+`},
 		text: func(in *store.ProductInput) **string { return &in.SKU }},
@@ -37,7 +38,7 @@ var productFields = fields[store.ProductInput]{
 }
 
 // productListing is the product List: sorted by SKU unless asked
-// otherwise, filtered by active (CONTRACT §9).
+// otherwise, filtered by active ("true", "false", or empty for all).
 var productListing = &listing{
 	Title:   "Products",
 	Sorts:   store.ProductSorts,

@@ -15,7 +15,8 @@ import (
 	"orders/store"
 )
 
-// repr is one of the three representations of every GET (CONTRACT §2).
+// repr is one of the three representations of every GET: the full page,
+// the fragment htmx asks for, and JSON.
 type repr int
 
 const (
@@ -51,8 +52,8 @@ func negotiate(c *fiber.Ctx) (repr, error) {
 }
 
 // acceptQ returns the quality an Accept header gives text/html and
-// application/json, each from its most specific matching range (RFC 9110
-// §12.5.1): "text/html;q=0, */*" refuses HTML and takes JSON. On a tie,
+// application/json, each from its most specific matching range (RFC 9110,
+// section 12.5.1): "text/html;q=0, */*" refuses HTML and takes JSON. On a tie,
 // jsonFirst says JSON was named more specifically, or as specifically and
 // earlier ("application/json, text/html"). No header accepts anything.
 func acceptQ(accept string) (html, json float64, jsonFirst bool) {

@@ -1,6 +1,8 @@
 package routes
 
-// A resource as a value (spec rule 5; issue 10, findings 1 and 2).
+// A resource as a value. Every resource has the same URIs and methods
+// (collection, member, new, edit), so they are written once, here, and a
+// resource only describes itself.
 //
 // What a resource provides:
 //
@@ -73,7 +75,8 @@ type resource struct {
 	Feed string
 }
 
-// orderResource is the order resource (CONTRACT §1–§4).
+// orderResource is the order resource: the collection, its New form, each
+// order and its Edit form, and the Inquiry view of the collection.
 var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents}
 
 // resources are the resources the application serves, the first the one
@@ -236,7 +239,8 @@ func (r *resource) ifMatch(c *fiber.Ctx, id int64) int64 {
 // before it runs): it returns what the outcome is, and respond writes it.
 type handler func(c *fiber.Ctx, rp repr) (*response, error)
 
-// resourceHandlers are the handlers of one resource (spec rule 5).
+// resourceHandlers are the handlers of one resource, one for each of the
+// conventional routes every resource has.
 type resourceHandlers struct {
 	List, New, Create, Show, Edit, Update, Delete handler
 	// History and Note serve path/<id>/history: GET and POST (a note).
@@ -258,7 +262,7 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 				return err
 			}
 			// Who changes records through this request, and how: the
-			// history says it (CONTRACT §10).
+			// history records it (actor and via: web for pages, api for JSON).
 			via := "web"
 			if rp == reprJSON {
 				via = "api"

@@ -13,7 +13,9 @@ import (
 // views renders the templates that gofiber/template/html loads, without its
 // Render: v2.1.3 takes one engine-wide lock for every render with a layout
 // (so renders never run in parallel) and swaps the "embed" function of the
-// shared template set on every render (the race in PITFALLS).
+// shared template set on every render: rendering without a layout while
+// another request renders with one can then fail with "call of nil
+// function".
 //
 // Instead, for each layout and each partial, views adds one template
 // "<layout>|<partial>" to a copy of the loaded set: the layout's source with
@@ -29,7 +31,8 @@ type views struct {
 func newViews(fsys fs.FS, funcs template.FuncMap, layouts []string) (*views, error) {
 	engine := html.NewFileSystem(httpFS(fsys), ".html")
 	engine.AddFuncMap(funcs)
-	// A template that fails to parse is otherwise only logged (PITFALLS).
+	// A template that fails to parse is otherwise only logged, and every
+	// later render of it fails with "template does not exist".
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("loading templates: %w", err)
 	}

@@ -69,8 +69,9 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, " ") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
-// words are prefixes of any word of a demo name (first or last, the
-// search of issue 9), skus prefixes of the demo SKUs.
+// words are prefixes of any word of a demo name (first or last: a search
+// term matches the start of any word of the customer name), skus prefixes
+// of the demo SKUs.
 var (
 	words = []string{"ada", "hop", "lov", "tur", "knu", "ritch", "grace", "wirth", "berners", "ham", "ma", "jo", "lis", "perl"}
 	skus  = []string{"kbd", "tee", "mug-01", "nb", "pen-3", "btl", "usb-c", "lmp", "stk-1", "cap"}
