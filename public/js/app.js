@@ -131,7 +131,7 @@
   document.addEventListener("htmx:after:swap", function () { enhance(document); });
 })();
 
-// Focus after an action (CONTRACT §7; issue 9, defect 5): a swap that took
+// Focus after an action: a swap that took
 // the focused element away (a Save, Edit, Delete or status button, the
 // field Escape was pressed in) never leaves focus on the page's body. It
 // goes to the first field with an error, else the updated row (its Edit
@@ -193,7 +193,7 @@
   }
 })();
 
-// Content-Security-Policy (issue 9, defect 11): after a swap, htmx's settle
+// Content-Security-Policy (no inline style): after a swap, htmx's settle
 // step copies the old element's class, style, width and height onto the
 // new element of the same id, with setAttribute. Under style-src 'self' a
 // style attribute set that way is refused, one console error per element:
@@ -205,7 +205,7 @@
   if (window.htmx) htmx.config.defaultSettleDelay = 0;
 })();
 
-// List and Inquiry (issue 9): a busy state while results load, focus and
+// List and Inquiry: a busy state while results load, focus and
 // scrolling after paging, sorting and deleting, and the keyboard shortcuts.
 // Kept apart from the form and notice behaviour above.
 (function listAndShortcuts() {
@@ -308,7 +308,7 @@
     }
   });
 
-  // ---- Keyboard shortcuts (CONTRACT §7) ----
+  // ---- Keyboard shortcuts (never while typing in a field) ----
 
   // The rows j and k move between: List rows (not one being edited) or
   // Inquiry orders.
@@ -458,7 +458,7 @@
   });
 })();
 
-// Notices (CONTRACT §7): their dismiss buttons, which need this script
+// Notices: their dismiss buttons, which need this script
 // (CSS shows them under html.js; without JavaScript a notice simply goes
 // away on the next page). Kept apart from the form behaviour above.
 (function notices() {
@@ -502,7 +502,7 @@
   });
 })();
 
-// Product picker (CONTRACT §9, issue 10): typing in an item row's SKU or
+// Product picker: typing in an item row's SKU or
 // name suggests up to 10 active products, as a WAI-ARIA 1.2 combobox with
 // a listbox popup. The server marks the inputs that suggest with
 // data-product-picker (its value is the products' path) and every control
@@ -794,7 +794,7 @@
   document.addEventListener("htmx:after:swap", function () { setupAll(document); });
 })();
 
-// Live updates (CONTRACT §10, issue 11): a page follows changes made
+// Live updates: a page follows changes made
 // anywhere (another tab, another person, another instance) within a
 // second. The layout holds the resource's event stream, [data-live-stream]
 // with hx-sse:connect (htmx's SSE extension, public/js/hx-sse.min.js: it
@@ -810,7 +810,7 @@
 //   form   an Edit form or an inline row edit: never replaced. It says the
 //          record changed, with a Compare button that submits the form as
 //          it is: its version is stale, so the server answers its 409
-//          comparison (CONTRACT §7) and saves nothing.
+//          comparison (yours and theirs, field by field) and saves nothing.
 // Only a version newer than the one shown is fetched. A deleted member is
 // marked (the gone row's look) and its actions disabled. New members are
 // counted in the region, with a button that shows them. While the
