@@ -179,7 +179,7 @@ if [ "${SKIP_MINI:-0}" != 1 ]; then
   done
 fi
 
-# Goals (issue 5) -------------------------------------------------------------------------
+# Goals (docs/performance.md, Summary) ----------------------------------------------------
 say "Goals"
 verdict() { awk -v v="$1" -v lim="$2" -v dir="$3" 'BEGIN{ok = (dir == "max") ? (v <= lim) : (v >= lim); print (ok ? "met" : "NOT met")}'; }
 ratio_of() { grep "^RATIO $1 " "$report" | head -1 | awk -v f="$2" '{for (i = 1; i < NF; i++) if ($i == f) print $(i+1)}'; }

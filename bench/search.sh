@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/search.sh — the budgets of issue 9 (docs/performance.md, section 6):
+# bench/search.sh — the search, sort and date budgets (docs/performance.md,
+# section 7):
 #   1. seeding BIG orders through the application (-seed), in seconds;
 #   2. Redis memory per order at BIG with every index, and what each costs
 #      (bench/seedmem -report);
@@ -35,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
-note "# issue 9 budgets, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+note "# search, sort and date budgets, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 note ""
 note "- $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(go version | cut -d' ' -f3-); $(redis-server --version | cut -d' ' -f1-3)"
 note "- load average before: $(cut -d' ' -f1-3 /proc/loadavg); BIG=$BIG SMALL=$SMALL; $ROUNDS rounds of $DUR, $LAT_CONC connections"
