@@ -30,6 +30,7 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/store/embedded"
 )
 
 // files are the templates and static files the binary carries; tests read
@@ -466,7 +467,7 @@ func openRedis(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.
 	case cfg.redis == "":
 		o := &redis.Options{}
 		store.Deadlines(o)
-		e, err := store.OpenEmbedded(store.EmbeddedOptions{Path: cfg.data, Interval: cfg.snapshotEvery, Log: log, Stderr: stderr}, o)
+		e, err := embedded.Open(embedded.Options{Path: cfg.data, Interval: cfg.snapshotEvery, Log: log, Stderr: stderr}, o)
 		if err != nil {
 			return nil, false, nil, nil, err
 		}

@@ -5,9 +5,10 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"orders/testutil"
 	"strings"
 	"testing"
+
+	"orders/testutil"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gofiber/fiber/v2"

@@ -4,8 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"orders/testutil"
 	"testing"
+
+	"orders/testutil"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"

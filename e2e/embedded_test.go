@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"orders/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"orders/testutil"
 )
 
 // TestEmbeddedStoreUnderLoadAndRestart: the default `go run .` store (the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"orders/testutil"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"orders/testutil"
 )
 
 // failoverLoad is what the failover test's workers saw.

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"orders/testutil"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"orders/testutil"
 )
 
 // invariants is what checkInvariants found wrong, one count per kind of

@@ -3,13 +3,14 @@ package e2e
 import (
 	"net/http"
 	"net/url"
-	"orders/testutil"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"orders/testutil"
 )
 
 // probe is one request the outage test repeats in every phase.

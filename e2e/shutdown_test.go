@@ -2,10 +2,11 @@ package e2e
 
 import (
 	"net/http"
-	"orders/testutil"
 	"syscall"
 	"testing"
 	"time"
+
+	"orders/testutil"
 )
 
 // TestShutdownDrainsInFlight: SIGTERM while requests are in flight lets them

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/embedded"
 )
 
 // Metrics is what the application shows Prometheus, in a registry of its
@@ -170,7 +171,7 @@ func (m *Metrics) RegisterRedisPool(client PoolStatser) error {
 // RegisterEmbedded shows the embedded store's files, as stats (its Stats
 // method) reads them at each scrape. A store that keeps no file shows
 // nothing.
-func (m *Metrics) RegisterEmbedded(stats func() store.EmbeddedStats) error {
+func (m *Metrics) RegisterEmbedded(stats func() embedded.Stats) error {
 	if m == nil {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/embedded"
 	"orders/testutil"
 )
 
@@ -160,11 +160,11 @@ func TestMetricsReadTheirOwnersAtEachScrape(t *testing.T) {
 	m := NewMetrics()
 	conns := ConnStats{Open: 3, Refused: map[string]int64{"total": 2}}
 	pool := &fakePool{redis.PoolStats{Hits: 10, Misses: 2, Timeouts: 1, TotalConns: 4, IdleConns: 3, StaleConns: 5}}
-	emb := store.EmbeddedStats{Path: "data/orders.json", SnapshotAt: time.Now().Add(-time.Minute), SnapshotBytes: 1234, SnapshotFailures: 1, SnapshotPause: 2 * time.Millisecond}
+	emb := embedded.Stats{Path: "data/orders.json", SnapshotAt: time.Now().Add(-time.Minute), SnapshotBytes: 1234, SnapshotFailures: 1, SnapshotPause: 2 * time.Millisecond}
 	for _, err := range []error{
 		m.RegisterConnections(func() ConnStats { return conns }),
 		m.RegisterRedisPool(pool),
-		m.RegisterEmbedded(func() store.EmbeddedStats { return emb }),
+		m.RegisterEmbedded(func() embedded.Stats { return emb }),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -204,7 +204,7 @@ func TestMetricsReadTheirOwnersAtEachScrape(t *testing.T) {
 		t.Errorf("orders_embedded_snapshot_age_seconds = %v, want about 60", age)
 	}
 
-	emb = store.EmbeddedStats{} // keeps no file
+	emb = embedded.Stats{} // keeps no file
 	if got := seriesNamed(scrape(t, m), "orders_embedded_snapshot_failures"); len(got) != 0 {
 		t.Errorf("an embedded store that keeps no file shows %v; want no snapshot metrics", got)
 	}

@@ -238,9 +238,9 @@ func TestAttackClockSkewWithFaults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go f.s.Reconcile(ctx, 0) // another instance, its clock 2 s ahead
-	live, deleted, _, acks := churn(t, writer, 8, 5*time.Second)
+	live, deleted, _, acks := testutil.Churn(t, writer, 8, 5*time.Second)
 	last := time.Now()
-	r := checkWhole(t, f.s, 5*time.Second-time.Since(last), live, deleted)
+	r := testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), live, deleted)
 	n, _ := tg.Client.HLen(context.Background(), f.prefix+"ix:intents").Result()
 	t.Logf("%d acknowledged writes, %d faults; %v after the last write: %v; %d intents left",
 		acks, fl.injected.Load(), time.Since(last).Round(time.Millisecond), r, n)
@@ -387,7 +387,7 @@ func TestAttackSkewedIntentTakenOverBeforeWatch(t *testing.T) {
 	}
 	t.Logf("the reconciler took over %d of the 2 intents before the writer's WATCH", takenOver.Load())
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
 	if p := f.list(t, store.Query{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search charlie/confirmed 5 s after the acknowledged writes: total %d, want 1", p.Total)
 	}
@@ -426,7 +426,7 @@ func TestAttackRepairTakesOverFreshIntent(t *testing.T) {
 		t.Fatalf("the repair settled %d intents before the writer's WATCH, want 1; the test proves nothing", settled.Load())
 	}
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 2}, nil)
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 2}, nil)
 	if p := f.list(t, store.Query{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search charlie/confirmed 5 s after the acknowledged write: total %d, want 1", p.Total)
 	}
@@ -452,7 +452,7 @@ func TestAttackWriterClockAheadIntentSettledWithin5s(t *testing.T) {
 		t.Fatalf("update: %v", err)
 	}
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 2}, nil)
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 2}, nil)
 	if p := f.list(t, store.Query{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search charlie/confirmed 5 s after the acknowledged write: total %d, want 1", p.Total)
 	}
@@ -486,7 +486,7 @@ func TestAttackSettleOfALaterStateFails(t *testing.T) {
 		t.Fatalf("update: %v", err)
 	}
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 4}, nil)
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 4}, nil)
 	if p := f.list(t, store.Query{Q: "echo", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search echo/confirmed 5 s after the writes: total %d, want 1", p.Total)
 	}
@@ -526,7 +526,7 @@ func TestAttackIntentTakenOverMidSettle(t *testing.T) {
 		t.Fatalf("the repair settled %d intents mid-settle, want 1; the test proves nothing", settled.Load())
 	}
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
 	if p := f.list(t, store.Query{Q: "delta", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search delta/confirmed 5 s after the writes: total %d, want 1", p.Total)
 	}
@@ -580,7 +580,7 @@ func TestAttackReconcilerSettleBesideItsWriter(t *testing.T) {
 		t.Fatal("the reconciler never took the stalled writer's intent over")
 	}
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
 	if p := f.list(t, store.Query{Q: "delta", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search delta/confirmed 5 s after the writes: total %d, want 1", p.Total)
 	}
@@ -610,14 +610,14 @@ func TestAttackRepairBesideWriters(t *testing.T) {
 					}
 				}
 			}()
-			live, deleted, _, acks := churn(t, f.s, 8, 3*time.Second)
+			live, deleted, _, acks := testutil.Churn(t, f.s, 8, 3*time.Second)
 			cancel()
 			<-done
 			last := time.Now()
 			rctx, rcancel := context.WithCancel(context.Background())
 			defer rcancel()
 			go f.s.Reconcile(rctx, 0)
-			r := checkWhole(t, f.s, 5*time.Second-time.Since(last), live, deleted)
+			r := testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), live, deleted)
 			t.Logf("%d acknowledged writes; %d repairs beside them (%d errors, %d records fixed); %v", acks, repairs.Load(), repairErrs.Load(), fixed.Load(), r)
 		})
 	}
@@ -704,7 +704,7 @@ func TestAttackRepairCutShortBesideADelete(t *testing.T) {
 				t.Fatalf("the delete during the repair's settle: armed %v, %v", h.armed.Load(), h.delErr)
 			}
 			t.Logf("the repair cut short: %v (%v)", r, err)
-			checkWhole(t, f.s, 5*time.Second, nil, map[int64]bool{o.ID: true})
+			testutil.CheckWhole(t, f.s, 5*time.Second, nil, map[int64]bool{o.ID: true})
 		})
 	}
 }
@@ -770,7 +770,7 @@ func TestAttackLateExecIsFenced(t *testing.T) {
 		}
 	}
 	last := time.Now()
-	checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{a.ID: 1}, map[int64]bool{b.ID: true})
+	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{a.ID: 1}, map[int64]bool{b.ID: true})
 	got, _ := f.s.Get(ctx, a.ID)
 	if got == nil || got.Customer != "Renamed Late" || got.Status != store.Confirmed {
 		t.Errorf("order after the late writes: %+v", got)
@@ -931,7 +931,7 @@ func TestAttackABA(t *testing.T) {
 			}
 			wg.Wait()
 			last := time.Now()
-			r := checkWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 1}, nil)
+			r := testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 1}, nil)
 			cur, _ := f.s.Get(context.Background(), o.ID)
 			for _, q := range []string{"alpha", "beta"} {
 				want := int64(0)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/embedded"
 	"orders/testutil"
 )
 
@@ -315,7 +316,7 @@ func TestEveryQueryIsAnsweredOnTheEmbeddedStore(t *testing.T) {
 	np := costEnv(t, "ORDERS_COST_EMBEDDED_PRODUCTS", 5_000)
 	o := &redis.Options{}
 	store.Deadlines(o)
-	e, err := store.OpenEmbedded(store.EmbeddedOptions{}, o)
+	e, err := embedded.Open(embedded.Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
 					t.Fatalf("the %s during the repair's settle: armed %v, %v", change, h.armed.Load(), h.delErr)
 				}
 				t.Logf("the repair cut short: %v (%v)", r, err)
-				checkWhole(t, s, 5*time.Second, live, deleted)
+				testutil.CheckWhole(t, s, 5*time.Second, live, deleted)
 				if change == "confirm" {
 					// A page of pending orders meets the stale entry and skips
 					// its order; nothing removes the entry.

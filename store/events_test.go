@@ -367,21 +367,6 @@ func restoreStream(t *testing.T, c redis.Cmdable, key string, snap []redis.XMess
 	}
 }
 
-// sameCursors reports how got differs from want, by cursor ("" when not).
-func sameCursors(got, want []store.Event) string {
-	var g, w []string
-	for _, e := range got {
-		g = append(g, e.Cursor)
-	}
-	for _, e := range want {
-		w = append(w, e.Cursor)
-	}
-	if strings.Join(g, " ") == strings.Join(w, " ") {
-		return ""
-	}
-	return fmt.Sprintf("events %v, want %v", g, w)
-}
-
 // TestReplayResetsACursorRedisForgot: Redis goes back to an older copy of
 // the stream (a restore from a backup, a failover to a replica that had
 // not got the newest events). A cursor of an event it no longer has is
@@ -419,14 +404,14 @@ func TestReplayResetsACursorRedisForgot(t *testing.T) {
 			after := testutil.Events(t, feed, "0-0")
 			for _, c := range []string{lost, newest} {
 				if evs, err := feed.Replay(ctx, c, true); !errors.Is(err, store.ErrCursorGone) {
-					t.Errorf("Replay(%s) of an event the restored stream lost: %d events (%v), %v; want ErrCursorGone", c, len(evs), sameCursors(evs, nil), err)
+					t.Errorf("Replay(%s) of an event the restored stream lost: %d events (%v), %v; want ErrCursorGone", c, len(evs), testutil.SameCursors(evs, nil), err)
 				}
 			}
 			evs, err := feed.Replay(ctx, kept, true)
 			if err != nil {
 				t.Fatalf("Replay(%s) of an event the restored stream has: %v", kept, err)
 			}
-			if d := sameCursors(evs, after[1:]); d != "" {
+			if d := testutil.SameCursors(evs, after[1:]); d != "" {
 				t.Errorf("Replay(%s) of an event the restored stream has: %s", kept, d)
 			}
 		})
@@ -483,14 +468,14 @@ func TestEventsResetWhenAnIDIsReused(t *testing.T) {
 	}
 	for _, e := range seen[1:] {
 		if evs, err := feed.Replay(ctx, e.Cursor, true); !errors.Is(err, store.ErrCursorGone) {
-			t.Errorf("Replay(%s) whose id now names another event: %d events (%s), %v; want ErrCursorGone", e.Cursor, len(evs), sameCursors(evs, nil), err)
+			t.Errorf("Replay(%s) whose id now names another event: %d events (%s), %v; want ErrCursorGone", e.Cursor, len(evs), testutil.SameCursors(evs, nil), err)
 		}
 	}
 	evs, err := feed.Replay(ctx, now[1].Cursor, true)
 	if err != nil {
 		t.Fatalf("Replay(%s) of the new event: %v", now[1].Cursor, err)
 	}
-	if d := sameCursors(evs, now[2:]); d != "" {
+	if d := testutil.SameCursors(evs, now[2:]); d != "" {
 		t.Errorf("Replay(%s) of the new event: %s", now[1].Cursor, d)
 	}
 }
@@ -514,13 +499,13 @@ func TestReplayOfACursorWithoutToken(t *testing.T) {
 			f.create(t, "With a token too")
 			all := testutil.Events(t, feed, "0-0")
 			if len(all) != 3 || all[0].Cursor != old {
-				t.Fatalf("events %v, want the old one's cursor %s first", sameCursors(all, nil), old)
+				t.Fatalf("events %v, want the old one's cursor %s first", testutil.SameCursors(all, nil), old)
 			}
 			evs, err := feed.Replay(ctx, old, true)
 			if err != nil {
 				t.Fatalf("Replay(%s) of an event without a token: %v", old, err)
 			}
-			if d := sameCursors(evs, all[1:]); d != "" {
+			if d := testutil.SameCursors(evs, all[1:]); d != "" {
 				t.Errorf("Replay(%s): %s", old, d)
 			}
 			plain, _, _ := strings.Cut(all[1].Cursor, ".")

@@ -128,7 +128,7 @@ func TestRepairBesideWritersCountsOnlyDamageThatStays(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				churn(t, f.s, 8, 4*time.Second)
+				testutil.Churn(t, f.s, 8, 4*time.Second)
 			}()
 			wantNone := func(what string, r store.RepairReport) {
 				t.Helper()

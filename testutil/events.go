@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -44,4 +46,19 @@ func SecondClient(t testing.TB, tg Target) redis.UniversalClient {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// SameCursors reports how got differs from want, by cursor ("" when not).
+func SameCursors(got, want []store.Event) string {
+	var g, w []string
+	for _, e := range got {
+		g = append(g, e.Cursor)
+	}
+	for _, e := range want {
+		w = append(w, e.Cursor)
+	}
+	if strings.Join(g, " ") == strings.Join(w, " ") {
+		return ""
+	}
+	return fmt.Sprintf("events %v, want %v", g, w)
 }

@@ -1,4 +1,4 @@
-package store
+package embedded
 
 import (
 	"crypto/rand"
@@ -24,7 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Embedded is the in-process Redis (miniredis) that `go run .` uses, made
+// Server is the in-process Redis (miniredis) that `go run .` uses, made
 // durable by two files: a log, to which every write is appended and
 // fsynced before it is answered, and a snapshot of every key, written
 // atomically (temp file, fsync, rename) every few seconds when something
@@ -32,7 +32,7 @@ import (
 // the snapshot is loaded and the log replayed on top of it. A lock file
 // keeps a second process off the same files. miniredis itself keeps
 // nothing on disk.
-type Embedded struct {
+type Server struct {
 	m      *miniredis.Miniredis
 	srv    *server.Server
 	client *redis.Client
@@ -190,8 +190,8 @@ func (s *streamEntries) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// EmbeddedOptions configures OpenEmbedded.
-type EmbeddedOptions struct {
+// Options configures OpenEmbedded.
+type Options struct {
 	// Path is the snapshot file; "" keeps nothing. The log files
 	// (Path.log.<n>) and the lock file (Path.lock) go beside it.
 	Path string
@@ -215,7 +215,7 @@ type EmbeddedOptions struct {
 // damaged before its last record, is an error: it is never silently
 // replaced. So are data files that another process holds. Keys with a TTL
 // expire by the wall clock, to within about a second.
-func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error) {
+func Open(opt Options, client *redis.Options) (*Server, error) {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
@@ -232,7 +232,7 @@ func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error)
 			os.Exit(1)
 		}
 	}
-	e := &Embedded{path: opt.Path, log: opt.Log, interval: opt.Interval,
+	e := &Server{path: opt.Path, log: opt.Log, interval: opt.Interval,
 		stderr: opt.Stderr, peers: map[*server.Peer]*peerState{}, changed: map[string]struct{}{},
 		lastTick: time.Now()}
 	if e.path != "" {
@@ -280,7 +280,7 @@ func OpenEmbedded(opt EmbeddedOptions, client *redis.Options) (*Embedded, error)
 	return e, nil
 }
 
-func (e *Embedded) unlock() {
+func (e *Server) unlock() {
 	if e.lock != nil {
 		e.lock.Close() // the lock goes with the file
 		e.lock = nil
@@ -288,18 +288,18 @@ func (e *Embedded) unlock() {
 }
 
 // Client returns the client the application uses.
-func (e *Embedded) Client() *redis.Client { return e.client }
+func (e *Server) Client() *redis.Client { return e.client }
 
 // Close writes a last snapshot and stops the embedded store. Its error is
 // the last snapshot's.
-func (e *Embedded) Close() error {
+func (e *Server) Close() error {
 	close(e.stop)
 	<-e.done
 	err := e.Snapshot()
 	e.client.Close()
 	if e.wal != nil && e.wal.failed() {
 		// Writes wait for a log that cannot be written: they are let go
-		// (the process should have ended: see EmbeddedOptions.Fatal).
+		// (the process should have ended: see Options.Fatal).
 		e.wal.close()
 		e.m.Close()
 	} else {
@@ -314,7 +314,7 @@ func (e *Embedded) Close() error {
 
 // load reads the snapshot, replays the log after it, puts the keys in the
 // store, and opens the log for appending.
-func (e *Embedded) load(fatal func(error)) error {
+func (e *Server) load(fatal func(error)) error {
 	if e.path == "" {
 		return nil
 	}
@@ -408,7 +408,7 @@ func (e *Embedded) load(fatal func(error)) error {
 // records were applied. A log whose end is cut short (a write never acknowledged)
 // is cut there, with a warning; damage before intact records, or a
 // missing file between two, is an error.
-func (e *Embedded) replayLogs(first uint64) (live []uint64, ends []int64, replayed int, err error) {
+func (e *Server) replayLogs(first uint64) (live []uint64, ends []int64, replayed int, err error) {
 	seqs, err := listLogs(e.path)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("listing the logs of %s: %w", e.path, err)
@@ -491,7 +491,7 @@ func truncateSync(path string, size int64) error {
 // loop advances TTLs about once a second (less often when that is costly:
 // miniredis walks every key to do it) and writes a snapshot every interval
 // when something changed or the last one failed.
-func (e *Embedded) loop() {
+func (e *Server) loop() {
 	defer close(e.done)
 	snap := time.NewTicker(e.interval)
 	defer snap.Stop()
@@ -518,7 +518,7 @@ func (e *Embedded) loop() {
 // keys whose time is up, and returns how long that took. The caller holds
 // pause. A key it deletes needs no log record: every record and snapshot
 // holds a key's expiry as a time, so a replay drops it too.
-func (e *Embedded) tick() time.Duration {
+func (e *Server) tick() time.Duration {
 	e.tickMu.Lock()
 	defer e.tickMu.Unlock()
 	now := time.Now()
@@ -543,7 +543,7 @@ func (e *Embedded) tick() time.Duration {
 // A command a script runs (redis.call) comes through here too, on a peer
 // of its own that miniredis has already set up (Ctx set) and gate never
 // saw: its touches join the script's record.
-func (e *Embedded) gate(c *server.Peer, cmd string, args ...string) bool {
+func (e *Server) gate(c *server.Peer, cmd string, args ...string) bool {
 	e.mu.Lock()
 	p := e.peers[c]
 	if p == nil {
@@ -631,7 +631,7 @@ func (e *Embedded) gate(c *server.Peer, cmd string, args ...string) bool {
 }
 
 // noteChanged notes keys for the next snapshot's copy (all: every key).
-func (e *Embedded) noteChanged(keys []string, all bool) {
+func (e *Server) noteChanged(keys []string, all bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.dirty.Store(true)
@@ -665,7 +665,7 @@ func readOnlyCmd(srv *server.Server, cmd string) bool {
 // then answers 503 until one is written again, so an operator sees that
 // the data is no longer being saved. Every failure is logged; one alone
 // does not make the store unready.
-func (e *Embedded) Health() error {
+func (e *Server) Health() error {
 	if n := e.failures.Load(); n >= 2 {
 		if p := e.lastErr.Load(); p != nil {
 			return fmt.Errorf("the snapshot %s could not be written %d times in a row: %w", e.path, n, *p)
@@ -683,7 +683,7 @@ func (e *Embedded) Health() error {
 // in between leaves them, and the snapshot says which file it does not
 // cover, so a restart replays exactly the writes after the copy. A
 // failure is reported on stderr every time and counted for Health.
-func (e *Embedded) Snapshot() error {
+func (e *Server) Snapshot() error {
 	if e.path == "" {
 		return nil
 	}
@@ -702,7 +702,7 @@ func (e *Embedded) Snapshot() error {
 	return nil
 }
 
-func (e *Embedded) snapshot() error {
+func (e *Server) snapshot() error {
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
 	// The next log file is made (and its name made durable) before the
@@ -744,7 +744,7 @@ func (e *Embedded) snapshot() error {
 // next (when not nil). It returns the time of the copy and the log
 // position up to which the older files hold the writes it covers. The
 // caller holds snapMu.
-func (e *Embedded) copyChanged(next *logFile) (time.Time, int64) {
+func (e *Server) copyChanged(next *logFile) (time.Time, int64) {
 	e.pause.Lock()
 	defer e.pause.Unlock()
 	var at int64
@@ -855,9 +855,9 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// EmbeddedStats is what an operator watches of the embedded store's files
+// Stats is what an operator watches of the embedded store's files
 // (see Stats).
-type EmbeddedStats struct {
+type Stats struct {
 	// Path is the snapshot file; "" when nothing is kept on disk, and then
 	// every other field is zero.
 	Path string
@@ -879,11 +879,11 @@ type EmbeddedStats struct {
 
 // Stats reports the log's and the last snapshot's figures; all zero
 // without a data file. It only reads counters, and is cheap.
-func (e *Embedded) Stats() EmbeddedStats {
+func (e *Server) Stats() Stats {
 	if e.path == "" {
-		return EmbeddedStats{}
+		return Stats{}
 	}
-	st := EmbeddedStats{
+	st := Stats{
 		Path:             e.path,
 		SnapshotBytes:    e.snapBytes.Load(),
 		SnapshotPause:    time.Duration(e.lastPause.Load()),

@@ -1,4 +1,4 @@
-package store_test
+package embedded_test
 
 import (
 	"bytes"
@@ -21,12 +21,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/embedded"
 	"orders/testutil"
 )
 
-func openEmbedded(t *testing.T, opt store.EmbeddedOptions) *store.Embedded {
+func openEmbedded(t *testing.T, opt embedded.Options) *embedded.Server {
 	t.Helper()
-	e, err := store.OpenEmbedded(opt, &redis.Options{})
+	e, err := embedded.Open(opt, &redis.Options{})
 	if err != nil {
 		t.Fatalf("OpenEmbedded: %v", err)
 	}
@@ -48,7 +49,7 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "orders.json")
 	var stderr bytes.Buffer
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: 50 * time.Millisecond, Stderr: &stderr})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: 50 * time.Millisecond, Stderr: &stderr})
 	s := store.New(e.Client(), store.Options{})
 	var snaps atomic.Int64
 	stop := make(chan struct{})
@@ -70,7 +71,7 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 			}
 		}
 	}()
-	live, deleted, _, acks := churn(t, s, 8, d)
+	live, deleted, _, acks := testutil.Churn(t, s, 8, d)
 	close(stop)
 	wg.Wait()
 	if err := e.Close(); err != nil {
@@ -83,17 +84,17 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e2 := openEmbedded(t, embedded.Options{Path: path})
 	defer e2.Close()
 	s2 := store.New(e2.Client(), store.Options{})
-	r := checkWhole(t, s2, 0, live, deleted)
+	r := testutil.CheckWhole(t, s2, 0, live, deleted)
 	t.Logf("%v of writes: %d acknowledged, %d snapshots, then %v", d, acks, snaps.Load(), r)
 }
 
 // TestEmbeddedRefusesConnectionsWithoutItsPassword: another local user
 // who finds the loopback port gets NOAUTH, not the orders (CONTRACT §8).
 func TestEmbeddedRefusesConnectionsWithoutItsPassword(t *testing.T) {
-	e := openEmbedded(t, store.EmbeddedOptions{})
+	e := openEmbedded(t, embedded.Options{})
 	defer e.Close()
 	ctx := context.Background()
 	if err := e.Client().Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -118,7 +119,7 @@ func TestEmbeddedRefusesConnectionsWithoutItsPassword(t *testing.T) {
 func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	var stderr bytes.Buffer
-	e := openEmbedded(t, store.EmbeddedOptions{Path: filepath.Join(dir, "orders.json"), Interval: time.Hour, Stderr: &stderr})
+	e := openEmbedded(t, embedded.Options{Path: filepath.Join(dir, "orders.json"), Interval: time.Hour, Stderr: &stderr})
 	// The data folder becomes a file: no snapshot can be written (tests
 	// run as root, so permissions would not stop them).
 	must(t, os.RemoveAll(dir))
@@ -152,7 +153,7 @@ func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 func TestEmbeddedKeysExpireAndKeepTheirTTL(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e := openEmbedded(t, embedded.Options{Path: path})
 	c := e.Client()
 	must(t, c.Set(ctx, "short", "v", 300*time.Millisecond).Err())
 	must(t, c.Set(ctx, "hour", "v", time.Hour).Err())
@@ -172,7 +173,7 @@ func TestEmbeddedKeysExpireAndKeepTheirTTL(t *testing.T) {
 	}
 	must(t, e.Close())
 
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e2 := openEmbedded(t, embedded.Options{Path: path})
 	ttl, err := e2.Client().TTL(ctx, "hour").Result()
 	if err != nil || ttl < 59*time.Minute || ttl > time.Hour {
 		t.Errorf("TTL of 'hour' after a restart: %v (%v), want about an hour", ttl, err)
@@ -193,7 +194,7 @@ func TestEmbeddedKeysExpireAndKeepTheirTTL(t *testing.T) {
 	b, err = json.Marshal(snap)
 	must(t, err)
 	must(t, os.WriteFile(path, b, 0o644))
-	e3 := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e3 := openEmbedded(t, embedded.Options{Path: path})
 	defer e3.Close()
 	c3 := e3.Client()
 	if n, _ := c3.Exists(ctx, "hour").Result(); n != 0 {
@@ -213,11 +214,11 @@ func TestEmbeddedKeysExpireAndKeepTheirTTL(t *testing.T) {
 func TestEmbeddedIdempotencyKeySurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e := openEmbedded(t, embedded.Options{Path: path})
 	first, err := store.New(e.Client(), store.Options{}).CreateOnce(ctx, "retry-1", "fp", store.Input{Customer: ptr("Ada")})
 	must(t, err)
 	must(t, e.Close())
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e2 := openEmbedded(t, embedded.Options{Path: path})
 	defer e2.Close()
 	s2 := store.New(e2.Client(), store.Options{})
 	again, err := s2.CreateOnce(ctx, "retry-1", "fp", store.Input{Customer: ptr("Ada")})
@@ -253,7 +254,7 @@ func findKey(t *testing.T, c *redis.Client, part string) string {
 func TestEmbeddedSnapshotIsTheStoreState(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: 20 * time.Millisecond})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: 20 * time.Millisecond})
 	defer e.Close()
 	s := store.New(e.Client(), store.Options{})
 	stop := make(chan struct{})
@@ -270,7 +271,7 @@ func TestEmbeddedSnapshotIsTheStoreState(t *testing.T) {
 			_, _ = s.CreateOnce(ctx, fmt.Sprintf("key-%d", i%50), "fp", store.Input{Customer: ptr("Idem")})
 		}
 	}()
-	churn(t, s, 8, 2*time.Second)
+	testutil.Churn(t, s, 8, 2*time.Second)
 	close(stop)
 	wg.Wait()
 	must(t, e.Snapshot())
@@ -339,7 +340,7 @@ func TestEmbeddedSnapshotIsTheStoreState(t *testing.T) {
 func TestEmbeddedSnapshotCatchesQueuedAndUnlistedWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	c := e.Client()
 	must(t, c.Set(ctx, "queued", "old", 0).Err())
 	must(t, e.Snapshot())
@@ -358,7 +359,7 @@ func TestEmbeddedSnapshotCatchesQueuedAndUnlistedWrites(t *testing.T) {
 	must(t, c.SetBit(ctx, "bits", 7, 1).Err()) // a command not in the snapshot's list
 	must(t, e.Close())
 
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path})
+	e2 := openEmbedded(t, embedded.Options{Path: path})
 	defer e2.Close()
 	if v := e2.Client().Get(ctx, "queued").Val(); v != "new" {
 		t.Errorf("a SET queued before a snapshot, executed after: %q after a restart, want \"new\"", v)
@@ -443,7 +444,7 @@ func snapshotStreams(t *testing.T, path string) map[string][]streamEntry {
 func TestEmbeddedStreamSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	c := e.Client()
 	for i := range 12 {
 		args := []any{"XADD", "o:events", "MAXLEN", "~", "10000", "*", "type", "order.updated", "id", strconv.Itoa(i),
@@ -492,7 +493,7 @@ func TestEmbeddedStreamSurvivesRestart(t *testing.T) {
 		t.Errorf("the snapshot does not hold the stream compactly as %s:\n%s", want, b)
 	}
 
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e2 := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	defer e2.Close()
 	c2 := e2.Client()
 	for _, k := range keys {
@@ -529,7 +530,7 @@ func TestEmbeddedStreamSurvivesRestart(t *testing.T) {
 func TestEmbeddedStreamIncrementalSnapshot(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	c := e.Client()
 	add := func(k string, n int) {
 		for i := range n {
@@ -574,7 +575,7 @@ func TestEmbeddedStreamIncrementalSnapshot(t *testing.T) {
 		t.Errorf("the snapshot's streams:\n%v\nthe store's:\n%v", got, want)
 	}
 	must(t, e.Close())
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e2 := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	defer e2.Close()
 	for _, k := range keys {
 		if after := xrange(t, e2.Client(), k); !reflect.DeepEqual(after, want[k]) {
@@ -592,7 +593,7 @@ func TestEmbeddedStreamIncrementalSnapshot(t *testing.T) {
 func TestEmbeddedXReadBlockStallsNothing(t *testing.T) {
 	ctx := context.Background()
 	const block = 5 * time.Second
-	e := openEmbedded(t, store.EmbeddedOptions{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour})
+	e := openEmbedded(t, embedded.Options{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour})
 	defer e.Close()
 	c := e.Client()
 	must(t, c.Set(ctx, "warm", "v", 0).Err())
@@ -682,7 +683,7 @@ func TestEmbeddedXReadBlockStallsNothing(t *testing.T) {
 func TestEmbeddedXReadBlockDuringSnapshotsUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: 10 * time.Millisecond})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: 10 * time.Millisecond})
 	c := e.Client()
 	streams := []string{"o:events", "p:{1}:events", "p:{2}:events"}
 	var (
@@ -849,7 +850,7 @@ func TestEmbeddedXReadBlockDuringSnapshotsUnderLoad(t *testing.T) {
 		want[k] = xrange(t, c, k)
 	}
 	must(t, e.Close())
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e2 := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	defer e2.Close()
 	for k, w := range want {
 		if got := xrange(t, e2.Client(), k); !reflect.DeepEqual(got, w) {
@@ -868,7 +869,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	s := store.New(e.Client(), store.Options{})
 	for i := range 2 {
 		_, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Kept ", i))})
@@ -892,7 +893,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 		must(t, os.Remove(l))
 	}
 
-	e2 := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e2 := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	defer e2.Close()
 	s2 := store.New(e2.Client(), store.Options{})
 	feed := s2.Feed(store.OrderEvents)
@@ -911,7 +912,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 	}
 	evs, err := feed.Replay(ctx, before[1].Cursor, true)
 	must(t, err)
-	if d := sameCursors(evs, after[2:]); d != "" {
+	if d := testutil.SameCursors(evs, after[2:]); d != "" {
 		t.Errorf("Replay(%s) of an event the older snapshot held: %s", before[1].Cursor, d)
 	}
 }
@@ -921,7 +922,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 // store keeps answering, and every snapshot is written.
 func TestEmbeddedScriptsThatWriteNeverStopTheStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.json")
-	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
+	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	lim := store.NewLimits(store.New(e.Client(), store.Options{}), store.LimitOptions{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -986,3 +987,11 @@ func TestEmbeddedScriptsThatWriteNeverStopTheStore(t *testing.T) {
 	}
 	must(t, e.Close())
 }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+func ptr[T any](v T) *T { return &v }

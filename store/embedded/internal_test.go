@@ -1,4 +1,4 @@
-package store
+package embedded
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"orders/store"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,7 +19,7 @@ import (
 // pause used to be a go-redis hook, released as soon as the client
 // stopped waiting, while the command still ran in miniredis later.)
 func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
-	e, err := OpenEmbedded(EmbeddedOptions{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour},
+	e, err := Open(Options{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour},
 		&redis.Options{ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +87,12 @@ func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
 // -benchtime 10x ./store).
 func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 	ctx := context.Background()
-	e, err := OpenEmbedded(EmbeddedOptions{Path: filepath.Join(b.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
+	e, err := Open(Options{Path: filepath.Join(b.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := New(e.Client(), Options{})
+	s := store.New(e.Client(), store.Options{})
 	if _, err := s.Seed(ctx, 20000, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -108,8 +110,8 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 				default:
 				}
 				c := fmt.Sprintf("W%d N%d", w, i)
-				if o, err := s.Create(ctx, Input{Customer: &c}); err == nil {
-					_, _ = s.Update(ctx, o.ID, Input{Notes: &c}, 0)
+				if o, err := s.Create(ctx, store.Input{Customer: &c}); err == nil {
+					_, _ = s.Update(ctx, o.ID, store.Input{Notes: &c}, 0)
 				}
 			}
 		}()
@@ -135,7 +137,7 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 // the next copy, which then copies only the changed keys (a command whose
 // keys were unknown would make it copy every key).
 func TestEmbeddedStreamWritesAreNoted(t *testing.T) {
-	e, err := OpenEmbedded(EmbeddedOptions{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
+	e, err := Open(Options{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +221,7 @@ func TestEmbeddedStreamWritesAreNoted(t *testing.T) {
 // after the copy (while the copy is being encoded, writes resumed) leaves
 // the copy as it was.
 func TestEmbeddedStreamCopyIsItsOwn(t *testing.T) {
-	e, err := OpenEmbedded(EmbeddedOptions{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
+	e, err := Open(Options{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package embedded_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/embedded"
 )
 
 // BenchmarkEmbeddedCreates measures the embedded store's write rate with a
@@ -22,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./store
 func BenchmarkEmbeddedCreates(b *testing.B) {
-	e, err := store.OpenEmbedded(store.EmbeddedOptions{Path: filepath.Join(b.TempDir(), "orders.json")}, &redis.Options{PoolSize: 32})
+	e, err := embedded.Open(embedded.Options{Path: filepath.Join(b.TempDir(), "orders.json")}, &redis.Options{PoolSize: 32})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package embedded
 
 import (
 	"bytes"
@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"orders/store"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // crash stops e as a killed process would stop: no last snapshot, the
 // lock let go. Every write it answered is already in the log.
-func crash(e *Embedded) {
+func crash(e *Server) {
 	close(e.stop)
 	<-e.done
 	e.client.Close()
@@ -28,7 +30,7 @@ func crash(e *Embedded) {
 }
 
 // storeState is every key of e as a snapshot would copy it.
-func storeState(e *Embedded) map[string]cachedKey {
+func storeState(e *Server) map[string]cachedKey {
 	e.pause.Lock()
 	defer e.pause.Unlock()
 	db := e.m.DB(0)
@@ -67,12 +69,12 @@ func sameState(t *testing.T, got, want map[string]cachedKey) {
 	}
 }
 
-func openTest(t *testing.T, path string, stderr *bytes.Buffer) *Embedded {
+func openTest(t *testing.T, path string, stderr *bytes.Buffer) *Server {
 	t.Helper()
 	if stderr == nil {
 		stderr = &bytes.Buffer{}
 	}
-	e, err := OpenEmbedded(EmbeddedOptions{Path: path, Interval: time.Hour, Stderr: stderr,
+	e, err := Open(Options{Path: path, Interval: time.Hour, Stderr: stderr,
 		Fatal: func(err error) { t.Errorf("the log failed: %v", err) }}, &redis.Options{})
 	if err != nil {
 		t.Fatalf("OpenEmbedded: %v", err)
@@ -93,13 +95,13 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.json")
 	var stderr bytes.Buffer
 	e := openTest(t, path, &stderr)
-	s := New(e.client, Options{})
+	s := store.New(e.client, store.Options{})
 	c := e.client
 	var ids []int64
 	write := func(round int) {
 		for i := range 30 {
 			name := fmt.Sprintf("Ada %d-%d", round, i)
-			o, err := s.Create(ctx, Input{Customer: &name, HasItems: true, Items: []ItemInput{{SKU: "K-1", Name: "Key", Quantity: "2", UnitPrice: "1.50"}}})
+			o, err := s.Create(ctx, store.Input{Customer: &name, HasItems: true, Items: []store.ItemInput{{SKU: "K-1", Name: "Key", Quantity: "2", UnitPrice: "1.50"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,18 +111,18 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 			switch i % 3 {
 			case 0:
 				name := fmt.Sprintf("Grace %d-%d", round, i)
-				if _, err := s.Update(ctx, id, Input{Customer: &name}, 0); err != nil && !strings.Contains(err.Error(), "not found") {
+				if _, err := s.Update(ctx, id, store.Input{Customer: &name}, 0); err != nil && !strings.Contains(err.Error(), "not found") {
 					t.Fatal(err)
 				}
 			case 1:
 				st := "confirmed"
-				_, _ = s.Update(ctx, id, Input{Status: &st}, 0)
+				_, _ = s.Update(ctx, id, store.Input{Status: &st}, 0)
 			}
 		}
 		for _, id := range ids[len(ids)-5:] {
 			_ = s.Delete(ctx, id, 0, 0)
 		}
-		_, _ = s.CreateOnce(ctx, "idem-"+strconv.Itoa(round), "fp", Input{Customer: ptr("Idem")})
+		_, _ = s.CreateOnce(ctx, "idem-"+strconv.Itoa(round), "fp", store.Input{Customer: ptr("Idem")})
 		r := strconv.Itoa(round)
 		for _, err := range []error{
 			c.HSet(ctx, "h", "a", r, "b", "2", "c", "3").Err(),
@@ -175,7 +177,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 	// The id counter came back with the rest: a new order gets a new id.
-	o, err := New(e2.client, Options{}).Create(ctx, Input{Customer: ptr("After")})
+	o, err := store.New(e2.client, store.Options{}).Create(ctx, store.Input{Customer: ptr("After")})
 	must(t, err)
 	if last := ids[len(ids)-1]; o.ID <= last {
 		t.Errorf("the first order after the restart got id %d; %d was handed out before", o.ID, last)
@@ -256,7 +258,7 @@ func TestEmbeddedLogEndCutShortIsSkipped(t *testing.T) {
 			damaged := tc.damage(bytes.Clone(b), good, logHeader+len(recs[19]))
 			must(t, os.WriteFile(logs[0], damaged, 0o644))
 
-			e2, err := OpenEmbedded(EmbeddedOptions{Path: path, Stderr: &stderr}, &redis.Options{})
+			e2, err := Open(Options{Path: path, Stderr: &stderr}, &redis.Options{})
 			if tc.refused {
 				if err == nil {
 					e2.Close()
@@ -372,7 +374,7 @@ func TestEmbeddedSecondProcessOnTheSameDataIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openTest(t, path, nil)
 	defer e.Close()
-	e2, err := OpenEmbedded(EmbeddedOptions{Path: path}, &redis.Options{})
+	e2, err := Open(Options{Path: path}, &redis.Options{})
 	if err == nil {
 		e2.Close()
 		t.Fatal("a second store on the same data file opened; want a refusal")
@@ -390,7 +392,7 @@ func TestEmbeddedWriteThatCannotBeLoggedIsNeverAnswered(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
 	fatal := make(chan error, 4)
-	e, err := OpenEmbedded(EmbeddedOptions{Path: path, Interval: time.Hour, Stderr: &bytes.Buffer{},
+	e, err := Open(Options{Path: path, Interval: time.Hour, Stderr: &bytes.Buffer{},
 		Fatal: func(err error) { fatal <- err }}, &redis.Options{ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
 	must(t, err)
 	must(t, e.client.Set(ctx, "before", "v", 0).Err())
