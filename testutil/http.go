@@ -180,8 +180,13 @@ func (c *Client) Send(method, target string, b Body, h H) (*Resp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Resp{What: method + " " + target + describe(h), Status: res.StatusCode, Header: res.Header,
-		Body: string(data), Took: time.Since(start)}, nil
+	r := &Resp{What: method + " " + target + describe(h), Status: res.StatusCode, Header: res.Header,
+		Body: string(data), Took: time.Since(start)}
+	if c.app != nil {
+		// A JSON exchange must agree with the OpenAPI description (openapi.go).
+		return r, c.checkAPI(method, target, b, h, r)
+	}
+	return r, nil
 }
 
 // Do is Send that fails the test on a transport error.
