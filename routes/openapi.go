@@ -163,7 +163,8 @@ func (d *apiDoc) schemaOf(t reflect.Type) obj {
 		}
 		return ref(name)
 	}
-	return obj{} // an interface: any JSON value
+	// An interface: any JSON value, null too.
+	return obj{"type": []string{"string", "number", "boolean", "object", "array", "null"}}
 }
 
 // structSchema is the object encoding/json writes for struct type t.
@@ -251,7 +252,8 @@ func (d *apiDoc) fieldSchema(f apiField, record reflect.Type) obj {
 		s["maxLength"] = f.Max
 	}
 	if f.Pattern != "" {
-		s["pattern"] = "^(?:" + f.Pattern + ")$"
+		// Text is read trimmed: spaces around the value do not count.
+		s["pattern"] = `^\s*(?:` + f.Pattern + `)\s*$`
 	}
 	if record != nil {
 		if values, ok := apiEnums[recordFieldType(record, f.Name)]; ok {
@@ -368,7 +370,7 @@ func listQuery(a apiResource) []any {
 	ps := []any{
 		query("q", "search terms separated by spaces: every term matches ("+a.Listing.SearchHint+")", obj{"type": "string"}),
 		query("sort", "the order of the entries; the first is the default; a search answers in match order",
-			obj{"type": "string", "enum": sorts}),
+			caseless(obj{"type": "string", "enum": sorts})),
 	}
 	for _, name := range a.Listing.Params {
 		ps = append(ps, query(name, "a filter; empty means every member", filterSchema(a, name)))
@@ -376,6 +378,14 @@ func listQuery(a apiResource) []any {
 	return append(ps,
 		query("page", "the page, from 1", obj{"type": "integer"}),
 		query("per_page", "entries a page: 25 unless asked, clamped to 1–100", obj{"type": "integer"}))
+}
+
+// caseless marks a query value read without regard to case or the spaces
+// around it ("CUSTOMER" is "customer"): x-case-insensitive.
+func caseless(s obj) obj {
+	s["x-case-insensitive"] = true
+	s["description"] = "read without regard to case or surrounding spaces"
+	return s
 }
 
 // datePattern is a date filter's value: YYYY-MM-DD.
@@ -390,10 +400,10 @@ func filterSchema(a apiResource, name string) obj {
 	case t == nil:
 		return obj{"type": "string", "pattern": `^$|` + datePattern, "description": "a created date, YYYY-MM-DD (UTC), inclusive"}
 	case t.Kind() == reflect.Bool:
-		return obj{"type": "string", "enum": []any{"", "true", "false"}}
+		return caseless(obj{"type": "string", "enum": []any{"", "true", "false"}})
 	}
 	if values, ok := apiEnums[t]; ok {
-		return obj{"type": "string", "enum": append([]any{""}, anyOf(values())...)}
+		return caseless(obj{"type": "string", "enum": append([]any{""}, anyOf(values())...)})
 	}
 	return obj{"type": "string"}
 }
@@ -488,8 +498,14 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 			responses(map[int]obj{201: created, 303: answer("a plain form's create: to the new "+title, nil),
 				422: invalid}, true)),
 	}
+	// The New form's values are where a person starts, not a request: an
+	// empty required field among them.
+	defaults := d.inputSchema(a.Fields, a.Record, false)["properties"].(obj)
+	for _, s := range defaults {
+		delete(s.(obj), "pattern")
+	}
 	newForm := obj{"type": "object", "description": "the fields of a new " + title + " and their defaults",
-		"properties": d.inputSchema(a.Fields, a.Record, false)["properties"]}
+		"properties": defaults}
 	paths[r.NewPath()] = obj{"get": op("new"+r.Title, "the New form: the fields and their defaults", nil, nil,
 		responses(map[int]obj{200: answer("the New form", newForm)}, false))}
 	for _, v := range a.Views {
@@ -534,7 +550,7 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 		}
 	}
 	paths[r.EventsPath()] = obj{"get": obj{"operationId": "events" + r.Title + "s",
-		"summary":   "live updates of the " + plural + ": created, updated, deleted",
+		"summary":    "live updates of the " + plural + ": created, updated, deleted",
 		"parameters": []any{header("Last-Event-ID", "the id of the last event seen: what was missed is sent first", obj{"type": "string"})},
 		"responses": obj{"200": obj{"description": "an event stream", "content": obj{"text/event-stream": obj{"schema": obj{"type": "string"}}}},
 			"429": obj{"$ref": "#/components/responses/TooManyRequests"}, "503": obj{"$ref": "#/components/responses/Unavailable"}}}}
