@@ -447,6 +447,18 @@ func (d *apiDoc) entrySchema(a apiResource, recordName string) obj {
 	return obj{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
+// versionOnly is a delete's body: the field table's version field (other
+// fields are read and ignored).
+func (d *apiDoc) versionOnly(a apiResource) obj {
+	var fs []apiField
+	for _, f := range a.Fields {
+		if f.Kind == kindVersion {
+			fs = append(fs, f)
+		}
+	}
+	return d.inputSchema(fs, a.Record, false)
+}
+
 // op is an operation.
 func op(id, summary string, params []any, body obj, resps obj) obj {
 	o := obj{"operationId": id, "summary": summary, "responses": resps}
@@ -524,11 +536,13 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 		"put": op("update"+r.Title, "change the fields sent; the others are kept", []any{idParam, ifMatch}, update,
 			responses(map[int]obj{200: answer("the "+title+" as saved", rec), 303: answer("a plain form's update", nil),
 				409: stale, 412: answer("If-Match names another version", errorSchema(rec)), 422: invalid}, true)),
-		"delete": op("delete"+r.Title, "delete a "+title, deleteParams, nil,
+		"delete": op("delete"+r.Title, "delete a "+title, deleteParams, d.versionOnly(a),
 			responses(map[int]obj{204: obj{"description": "deleted"}, 200: answer("htmx: deleted (no main content)", nil),
 				303: answer("a plain form's delete", nil),
 				409: stale, 412: answer("If-Match names another version", errorSchema(rec))}, true)),
 	}
+	// A delete's body is optional: the version, as a plain form sends it.
+	paths[member].(obj)["delete"].(obj)["requestBody"].(obj)["required"] = false
 	editForm := obj{"type": "object", "required": []string{r.Name}, "description": "the " + title + " and what may change",
 		"properties": obj{r.Name: rec}}
 	paths[member+"/edit"] = obj{"get": op("edit"+r.Title, "the Edit form", []any{idParam}, nil,
