@@ -209,6 +209,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/readyz", h.ready)
+	app.Get(OpenAPIPath, serveOpenAPI(orderMembers(cfg.Store).api(orderListing, "inquiry"), productMembers(cfg.Store).api(productListing)))
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)

@@ -139,7 +139,9 @@ var overHTTP = &http.Client{
 }
 
 // Send sends one request and reads its response whole; err is a
-// transport error (none through app.Test but its own failures).
+// transport error (none through app.Test but its own failures) or, in
+// process, a JSON exchange the application's OpenAPI description does not
+// allow (openapi.go).
 func (c *Client) Send(method, target string, b Body, h H) (*Resp, error) {
 	var body io.Reader
 	if b.Data != nil {
@@ -180,11 +182,16 @@ func (c *Client) Send(method, target string, b Body, h H) (*Resp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Resp{What: method + " " + target + describe(h), Status: res.StatusCode, Header: res.Header,
-		Body: string(data), Took: time.Since(start)}, nil
+	r := &Resp{What: method + " " + target + describe(h), Status: res.StatusCode, Header: res.Header,
+		Body: string(data), Took: time.Since(start)}
+	if c.app != nil {
+		return r, c.checkAPI(method, target, b, h, r)
+	}
+	return r, nil
 }
 
-// Do is Send that fails the test on a transport error.
+// Do is Send that fails the test on an error: a transport error, or a
+// JSON exchange the OpenAPI description does not allow.
 func (c *Client) Do(t testing.TB, method, target string, b Body, h H) *Resp {
 	t.Helper()
 	r, err := c.Send(method, target, b, h)
