@@ -67,8 +67,10 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	if rnd == nil {
 		rnd = rand.New(rand.NewPCG(1, 2))
 	}
-	if err := s.seedProducts(ctx); err != nil {
-		return 0, err
+	for _, k := range registry {
+		if err := k.seedDemo(ctx, s); err != nil {
+			return 0, err
+		}
 	}
 	last, err := s.rdb.IncrBy(ctx, s.seqKey(), int64(n)).Result()
 	if err != nil {

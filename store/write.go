@@ -43,57 +43,6 @@ import (
 // An intent's age is measured by the reconciler's own clock, never by the
 // writer's.
 
-// ixEntry is one index entry: a member of a sorted set.
-type ixEntry struct {
-	Key    string
-	Member string
-	Score  float64
-}
-
-// kind describes how one resource is stored: its record key, how a record
-// hash is read and written, and the index entries a record belongs in.
-// Everything generic in this file works from it.
-type kind[T any] struct {
-	// name is the record keys' prefix ("o" for orders: o:{42}).
-	name string
-	// versionField is the hash field holding the version.
-	versionField string
-	// decode reads a record hash; ok is false when it is empty or damaged.
-	decode func(id int64, h map[string]string) (*T, bool)
-	// encode returns the record as HSET field-value arguments.
-	encode func(r *T) []any
-	// version returns a record's version.
-	version func(r *T) int64
-	// entries lists the index entries a record belongs in.
-	entries func(s *Store, r *T) []ixEntry
-	// indexes lists every index key the kind may write, with a function
-	// that reads the record id back from a member (for Repair).
-	indexes func(s *Store) []indexKey
-	// indexPattern, when set, matches more index keys (named after what
-	// they hold) that Repair finds with SCAN; their members end in the id
-	// as memberID reads it.
-	indexPattern func(s *Store) string
-	// slot, when set, puts every key of the kind in one Cluster slot: its
-	// records are name:{slot}:id, and its indexes and claims must carry the
-	// same hash tag. A write is then one transaction on a Cluster too (no
-	// intents), which claims need. For a collection that stays small (a
-	// catalogue), not for one that must spread over the nodes.
-	slot string
-	// claims lists the keys a record holds alone (a unique SKU): a write
-	// that would take a key another record holds fails with the error
-	// claimTaken makes, and nothing is written. Only with slot (or on a
-	// single Redis).
-	claims func(s *Store, r *T) []string
-	// claimTaken is the error for r wanting key, which record owner holds.
-	claimTaken func(r *T, key string, owner int64) error
-	// diff says what a change from before to after did (nil before: a
-	// create; nil after: a delete), for its history entry (history.go).
-	diff func(before, after *T) (map[string]FieldChange, *ItemChanges)
-	// event is a record's event data for live updates (events.go): its
-	// id, version and what a list shows of its state.
-	event func(r *T) []byte
-}
-
 // key is the record key of id.
 func (k *kind[T]) key(s *Store, id int64) string {
 	if k.slot != "" {
@@ -630,24 +579,6 @@ func (s *Store) fence(ctx context.Context, key string, tokens ...string) error {
 	})
 	return err
 }
-
-// settler settles one record of some kind; the reconciler finds it by the
-// kind's name.
-type settler interface {
-	settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error
-}
-
-// settleRecord settles the record's index entries, then adds the event of
-// the record as it is (its writer may not have added its own).
-func (k *kind[T]) settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error {
-	if err := settle(ctx, s, k, id, stale); err != nil {
-		return err
-	}
-	return k.publishCurrent(ctx, s, id)
-}
-
-// kinds lists every stored resource by its key prefix.
-var kinds = map[string]settler{}
 
 // reconcileAge is how long the reconciler must have seen an intent before
 // it takes it over from its writer, which normally deletes it within
