@@ -24,7 +24,7 @@ func badRequest(format string, args ...any) error {
 // knows items by their position in Input.Items; requestErrors gives its
 // messages back under the keys the request used (CONTRACT §3).
 type orderIn struct {
-	store.Input
+	store.OrderInput
 	// rowN[i] is the N of Items[i].
 	rowN []int
 }

@@ -35,18 +35,18 @@ type orderHandlers struct {
 func orderMembers(s *store.Store) *members[store.Order, orderIn] {
 	return &members[store.Order, orderIn]{
 		R: orderResource, fields: orderFields,
-		store: memberStore[store.Order, orderIn]{get: s.Get,
+		store: memberStore[store.Order, orderIn]{get: s.GetOrder,
 			// The store knows items by their position; the answers name
 			// them by the row numbers the request used.
 			create: func(ctx context.Context, in orderIn) (*store.Order, error) {
-				o, err := s.Create(ctx, in.Input)
+				o, err := s.CreateOrder(ctx, in.OrderInput)
 				return o, in.requestErrors(err)
 			},
 			update: func(ctx context.Context, id int64, in orderIn, ifMatch int64) (*store.Order, error) {
-				o, err := s.Update(ctx, id, in.Input, ifMatch)
+				o, err := s.UpdateOrder(ctx, id, in.OrderInput, ifMatch)
 				return o, in.requestErrors(err)
 			},
-			remove: s.Delete},
+			remove: s.DeleteOrder},
 		ident: func(o *store.Order) (int64, int64) { return o.ID, o.Version },
 		title: orderTitle,
 		page:  func(v *view, o *store.Order) { v.Order = o },
@@ -69,11 +69,11 @@ func orderMembers(s *store.Store) *members[store.Order, orderIn] {
 				"items_editable": o.Status.ItemsEditable(),
 			}
 		},
-		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView { return newConflict(cur, in.Input, row) },
+		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView { return newConflict(cur, in.OrderInput, row) },
 		history:  s.OrderHistory,
 		note:     s.AddOrderNote,
 		createOnce: func(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
-			o, err := s.CreateOnce(ctx, key, fp, in.Input)
+			o, err := s.CreateOrderOnce(ctx, key, fp, in.OrderInput)
 			return o, in.requestErrors(err)
 		},
 		createNotice: func(fields map[string]string) *notice {
@@ -107,15 +107,15 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 	if inquiry {
 		path, name, nav = o.R.ViewPath("inquiry"), "inquiry", "inquiry"
 	}
-	page := store.Page{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}
+	page := store.OrderPage{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}
 	if !emptyRange(q) {
-		if page, err = o.store.List(c.UserContext(), q); err != nil {
+		if page, err = o.store.ListOrders(c.UserContext(), q); err != nil {
 			return nil, err
 		}
 	}
 	var entries any = page.Orders
 	if !inquiry {
-		s := make([]store.Summary, len(page.Orders))
+		s := make([]store.OrderSummary, len(page.Orders))
 		for i := range page.Orders {
 			s[i] = page.Orders[i].Summary()
 		}

@@ -108,8 +108,8 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 				default:
 				}
 				c := fmt.Sprintf("W%d N%d", w, i)
-				if o, err := s.Create(ctx, Input{Customer: &c}); err == nil {
-					_, _ = s.Update(ctx, o.ID, Input{Notes: &c}, 0)
+				if o, err := s.CreateOrder(ctx, OrderInput{Customer: &c}); err == nil {
+					_, _ = s.UpdateOrder(ctx, o.ID, OrderInput{Notes: &c}, 0)
 				}
 			}
 		}()

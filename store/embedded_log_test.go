@@ -99,7 +99,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 	write := func(round int) {
 		for i := range 30 {
 			name := fmt.Sprintf("Ada %d-%d", round, i)
-			o, err := s.Create(ctx, Input{Customer: &name, HasItems: true, Items: []ItemInput{{SKU: "K-1", Name: "Key", Quantity: "2", UnitPrice: "1.50"}}})
+			o, err := s.CreateOrder(ctx, OrderInput{Customer: &name, HasItems: true, Items: []ItemInput{{SKU: "K-1", Name: "Key", Quantity: "2", UnitPrice: "1.50"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,18 +109,18 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 			switch i % 3 {
 			case 0:
 				name := fmt.Sprintf("Grace %d-%d", round, i)
-				if _, err := s.Update(ctx, id, Input{Customer: &name}, 0); err != nil && !strings.Contains(err.Error(), "not found") {
+				if _, err := s.UpdateOrder(ctx, id, OrderInput{Customer: &name}, 0); err != nil && !strings.Contains(err.Error(), "not found") {
 					t.Fatal(err)
 				}
 			case 1:
 				st := "confirmed"
-				_, _ = s.Update(ctx, id, Input{Status: &st}, 0)
+				_, _ = s.UpdateOrder(ctx, id, OrderInput{Status: &st}, 0)
 			}
 		}
 		for _, id := range ids[len(ids)-5:] {
-			_ = s.Delete(ctx, id, 0, 0)
+			_ = s.DeleteOrder(ctx, id, 0, 0)
 		}
-		_, _ = s.CreateOnce(ctx, "idem-"+strconv.Itoa(round), "fp", Input{Customer: ptr("Idem")})
+		_, _ = s.CreateOrderOnce(ctx, "idem-"+strconv.Itoa(round), "fp", OrderInput{Customer: ptr("Idem")})
 		r := strconv.Itoa(round)
 		for _, err := range []error{
 			c.HSet(ctx, "h", "a", r, "b", "2", "c", "3").Err(),
@@ -175,7 +175,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 	// The id counter came back with the rest: a new order gets a new id.
-	o, err := New(e2.client, Options{}).Create(ctx, Input{Customer: ptr("After")})
+	o, err := New(e2.client, Options{}).CreateOrder(ctx, OrderInput{Customer: ptr("After")})
 	must(t, err)
 	if last := ids[len(ids)-1]; o.ID <= last {
 		t.Errorf("the first order after the restart got id %d; %d was handed out before", o.ID, last)

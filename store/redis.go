@@ -446,8 +446,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return wrap(s.rdb.Ping(ctx).Err())
 }
 
-// Get reads one order with its items: one HGETALL.
-func (s *Store) Get(ctx context.Context, id int64) (*Order, error) {
+// GetOrder reads one order with its items: one HGETALL.
+func (s *Store) GetOrder(ctx context.Context, id int64) (*Order, error) {
 	o, err := s.load(ctx, s.rdb, id)
 	return o, wrap(err)
 }
@@ -520,8 +520,8 @@ func (s *Store) orderEntries(o *Order) []ixEntry {
 	return s.termEntries(o, out)
 }
 
-// Create validates in and stores it as a new pending order with a fresh id.
-func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
+// CreateOrder validates in and stores it as a new pending order with a fresh id.
+func (s *Store) CreateOrder(ctx context.Context, in OrderInput) (*Order, error) {
 	o, errs := apply(nil, in)
 	if errs != nil {
 		return nil, invalid(errs, nil)
@@ -544,11 +544,11 @@ func invalid(errs map[string]string, cur *Order) *Error { return orders.invalid(
 // the same record between its read and its EXEC.
 const maxRetries = 50
 
-// Update applies in to order id. ifMatch, when not 0, is the version an
+// UpdateOrder applies in to order id. ifMatch, when not 0, is the version an
 // If-Match header requires (EPRECONDITION otherwise); in.Version is the
 // version a form or JSON body carries (ECONFLICT otherwise). A change that
 // changes nothing writes nothing and keeps the version.
-func (s *Store) Update(ctx context.Context, id int64, in Input, ifMatch int64) (*Order, error) {
+func (s *Store) UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatch int64) (*Order, error) {
 	return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *Order) (Order, map[string]string) {
 		return apply(cur, in)
 	})
@@ -564,10 +564,10 @@ func sameOrder(a, b *Order) bool {
 	return sameItems(a.Items, b.Items)
 }
 
-// Delete removes order id, its items and its index entries. ifMatch, when
+// DeleteOrder removes order id, its items and its index entries. ifMatch, when
 // not 0, must equal the stored version (EPRECONDITION); so must version, the
 // one a form or JSON body carries (ECONFLICT).
-func (s *Store) Delete(ctx context.Context, id int64, ifMatch, version int64) error {
+func (s *Store) DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error {
 	return deleteRecord(ctx, s, orders, id, ifMatch, version)
 }
 

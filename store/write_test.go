@@ -63,7 +63,7 @@ func churn(t *testing.T, s *store.Store, workers int, d time.Duration) (live map
 				mu.Unlock()
 				switch op := rnd.IntN(10); {
 				case id == 0 || op < 2:
-					o, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprintf("Churn W%d N%d", w, i))})
+					o, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprintf("Churn W%d N%d", w, i))})
 					if err == nil {
 						ack(o.ID, o.Version, false)
 						mu.Lock()
@@ -74,27 +74,27 @@ func churn(t *testing.T, s *store.Store, workers int, d time.Duration) (live map
 						mu.Unlock()
 					}
 				case op < 5:
-					o, err := s.Update(ctx, id, store.Input{Customer: ptr(fmt.Sprintf("Renamed W%d N%d", w, i))}, 0)
+					o, err := s.UpdateOrder(ctx, id, store.OrderInput{Customer: ptr(fmt.Sprintf("Renamed W%d N%d", w, i))}, 0)
 					if err == nil {
 						ack(o.ID, o.Version, false)
 					}
 				case op < 7:
-					o, err := s.Update(ctx, id, store.Input{Status: ptr(next[rnd.IntN(len(next))])}, 0)
+					o, err := s.UpdateOrder(ctx, id, store.OrderInput{Status: ptr(next[rnd.IntN(len(next))])}, 0)
 					if err == nil {
 						ack(o.ID, o.Version, false)
 					}
 				case op < 8:
 					// A stale version: must be refused unless it happens to be current.
-					o, err := s.Update(ctx, id, store.Input{Notes: ptr("stale " + strconv.Itoa(i)), Version: ptr(int64(1))}, 0)
+					o, err := s.UpdateOrder(ctx, id, store.OrderInput{Notes: ptr("stale " + strconv.Itoa(i)), Version: ptr(int64(1))}, 0)
 					if err == nil {
 						ack(o.ID, o.Version, false)
 					}
 				default:
-					cur, err := s.Get(ctx, id)
+					cur, err := s.GetOrder(ctx, id)
 					if err != nil {
 						continue
 					}
-					switch err := s.Delete(ctx, id, 0, cur.Version); {
+					switch err := s.DeleteOrder(ctx, id, 0, cur.Version); {
 					case err == nil:
 					case store.ErrorCode(err) == store.ECONFLICT || store.ErrorCode(err) == store.ENOTFOUND:
 						continue
@@ -139,17 +139,17 @@ func checkWhole(t *testing.T, s *store.Store, limit time.Duration, live map[int6
 		t.Errorf("after %v the indexes are still wrong: %v", limit, r)
 	}
 	for id, v := range live {
-		o, err := s.Get(ctx, id)
+		o, err := s.GetOrder(ctx, id)
 		if err != nil || o.Version < v {
 			t.Errorf("acknowledged order %d (version %d): got %+v, %v", id, v, o, err)
 		}
 	}
 	for id := range deleted {
-		if _, err := s.Get(ctx, id); store.ErrorCode(err) != store.ENOTFOUND {
+		if _, err := s.GetOrder(ctx, id); store.ErrorCode(err) != store.ENOTFOUND {
 			t.Errorf("acknowledged delete of %d: Get says %v, want not found", id, err)
 		}
 	}
-	if p, err := s.List(ctx, store.Query{PerPage: 1}); err != nil || p.Total != int64(r.Records) {
+	if p, err := s.ListOrders(ctx, store.OrderQuery{PerPage: 1}); err != nil || p.Total != int64(r.Records) {
 		t.Errorf("List total: got %d (%v), want the %d stored orders", p.Total, err, r.Records)
 	}
 	return r
@@ -306,17 +306,17 @@ func TestRepairFindsAndFixesEveryDrift(t *testing.T) {
 			if r, err = f.s.Repair(ctx, false); err != nil || r.Missing+r.Dangling+r.Stale != 0 {
 				t.Errorf("check after repair: got %v, %v; want nothing wrong", r, err)
 			}
-			if p := f.list(t, store.Query{}); p.Total != 2 || len(p.Orders) != 2 {
+			if p := f.list(t, store.OrderQuery{}); p.Total != 2 || len(p.Orders) != 2 {
 				t.Errorf("list after repair: total %d, %d orders; want 2", p.Total, len(p.Orders))
 			}
-			if p := f.list(t, store.Query{Status: store.Confirmed}); p.Total != 0 {
+			if p := f.list(t, store.OrderQuery{Status: store.Confirmed}); p.Total != 0 {
 				t.Errorf("confirmed list after repair: total %d; want 0", p.Total)
 			}
 			// The damaged record reads as missing: skipped, not a panic.
-			if _, err := f.s.Get(ctx, 77); store.ErrorCode(err) != store.ENOTFOUND {
+			if _, err := f.s.GetOrder(ctx, 77); store.ErrorCode(err) != store.ENOTFOUND {
 				t.Errorf("Get of a damaged record: %v, want not found", err)
 			}
-			if _, err := f.s.Update(ctx, 77, store.Input{Customer: ptr("x")}, 0); store.ErrorCode(err) != store.ENOTFOUND {
+			if _, err := f.s.UpdateOrder(ctx, 77, store.OrderInput{Customer: ptr("x")}, 0); store.ErrorCode(err) != store.ENOTFOUND {
 				t.Errorf("Update of a damaged record: %v, want not found", err)
 			}
 		})
@@ -347,7 +347,7 @@ func TestCreateNeverOverwritesAnOrder(t *testing.T) {
 				t.Errorf("create after the counter went back: id %d, want 3 (1 and 2 are taken)", c.ID)
 			}
 			for _, o := range []*store.Order{a, b} {
-				if got, err := f.s.Get(ctx, o.ID); err != nil || got.Customer != o.Customer {
+				if got, err := f.s.GetOrder(ctx, o.ID); err != nil || got.Customer != o.Customer {
 					t.Errorf("order %d after the create: %+v, %v; want %q untouched", o.ID, got, err, o.Customer)
 				}
 			}
