@@ -24,9 +24,6 @@ type members[T, In any] struct {
 	ident func(*T) (id, version int64)
 	// title is a record's page title: "Order 7 · Ada Lovelace".
 	title func(*T) string
-	// page puts a record (nil: none, the New form) in a view: view.Order,
-	// view.Product.
-	page func(v *view, t *T)
 	// form returns the New form (cur nil) or the Edit form of cur.
 	form func(cur *T) memberForm[In]
 	// inVersion is the version a request's input carries (nil: none).
@@ -100,9 +97,7 @@ func (m *members[T, In]) member(c *fiber.Ctx, rp repr) (*T, *response, error) {
 
 // showView is the view of a record's page.
 func (m *members[T, In]) showView(rec *T) *view {
-	v := &view{Title: m.title(rec), Nav: m.R.Plural}
-	m.page(v, rec)
-	return v
+	return &view{Title: m.title(rec), Nav: m.R.Plural, Record: rec}
 }
 
 // pageAfterWrite is the view of a record's page after a write: with its
@@ -124,7 +119,9 @@ func (m *members[T, In]) formView(f memberForm[In], cur *T, id int64) *view {
 	if cur != nil || id != 0 {
 		v.Title, v.Nav = "Edit "+m.R.Name+" "+strconv.FormatInt(id, 10), m.R.Plural
 	}
-	m.page(v, cur)
+	if cur != nil {
+		v.Record = cur // never a nil *T in the interface
+	}
 	return v
 }
 
@@ -291,9 +288,7 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		_, version := m.ident(rec)
 		out.ETag = m.R.etag(id, version, rp, "")
 	case row:
-		v := &view{}
-		m.page(v, rec)
-		out.Partial, out.View, out.ReplaceURL = m.R.Partial("row"), v, ""
+		out.Partial, out.View, out.ReplaceURL = m.R.Partial("row"), &view{Record: rec}, ""
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,31 @@ import (
 
 	"orders/store"
 )
+
+// orderResource is the order resource (CONTRACT §1–§4).
+var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents,
+	Nav: []navEntry{
+		{Key: "orders", Label: "Orders", Description: "The order desk: find, sort, edit and follow every order."},
+		{Key: "inquiry", Label: "Inquiry", View: "inquiry", Description: "Every order with its items; search by name, email, SKU or order number."},
+		{Key: "new", Label: "New order", View: "new", Button: true, Shortcut: "n",
+			Description: "Enter a new order: the customer, the items and their prices."},
+	},
+	describe: func(rec any) string {
+		o := rec.(*store.Order)
+		items := "items"
+		if len(o.Items) == 1 {
+			items = "item"
+		}
+		return fmt.Sprintf("Order %d for %s: %s, %d %s.", o.ID, o.Customer, o.Status, len(o.Items), items)
+	},
+}
+
+func init() {
+	orderResource.serve = func(h *handlers) resourceHandlers {
+		o := &orderHandlers{handlers: h, R: orderResource}
+		return orderMembers(h.store).handlers(o.list, map[string]handler{"inquiry": o.inquiry})
+	}
+}
 
 // orderHandlers serves the order resource (spec: eight endpoints). Each
 // handler returns a *response; respond writes it (response.go). The
@@ -49,7 +75,6 @@ func orderMembers(s *store.Store) *members[store.Order, orderIn] {
 			remove: s.DeleteOrder},
 		ident: func(o *store.Order) (int64, int64) { return o.ID, o.Version },
 		title: orderTitle,
-		page:  func(v *view, o *store.Order) { v.Order = o },
 		form: func(cur *store.Order) memberForm[orderIn] {
 			return newOrderForm(cur)
 		},
@@ -69,9 +94,11 @@ func orderMembers(s *store.Store) *members[store.Order, orderIn] {
 				"items_editable": o.Status.ItemsEditable(),
 			}
 		},
-		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView { return newConflict(cur, in.OrderInput, row) },
-		history:  s.OrderHistory,
-		note:     s.AddOrderNote,
+		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView {
+			return newConflict(cur, in.OrderInput, row)
+		},
+		history: s.OrderHistory,
+		note:    s.AddOrderNote,
 		createOnce: func(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
 			o, err := s.CreateOrderOnce(ctx, key, fp, in.OrderInput)
 			return o, in.requestErrors(err)
@@ -196,7 +223,7 @@ func nullable(s string) any {
 // OrderPage is the data an order's page renders with: for bench/floor,
 // which renders partials/orders/show in the layout without the app.
 func OrderPage(o *store.Order) any {
-	return &view{R: orderResource, Title: orderTitle(o), Nav: orderResource.Plural, Order: o}
+	return &view{R: orderResource, Title: orderTitle(o), Nav: orderResource.Plural, Record: o}
 }
 
 func orderTitle(o *store.Order) string {

@@ -18,7 +18,20 @@ import (
 )
 
 // productResource is the product catalogue.
-var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents}
+var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents,
+	Nav: []navEntry{{Key: "products", Label: "Products",
+		Description: "The product catalogue: the SKUs, names and prices the order forms offer."}},
+	describe: func(rec any) string {
+		p := rec.(*store.Product)
+		return fmt.Sprintf("Product %s: %s, %s %s.", p.SKU, p.Name, p.UnitPrice, p.Currency)
+	},
+}
+
+func init() {
+	productResource.serve = func(h *handlers) resourceHandlers {
+		return productMembers(h.store).handlers(listProducts(h.store), nil)
+	}
+}
 
 // productFields are a product's fields as requests send them (CONTRACT §9).
 var productFields = fields[store.ProductInput]{
@@ -76,7 +89,6 @@ func productMembers(s *store.Store) *members[store.Product, store.ProductInput] 
 			update: s.UpdateProduct, remove: s.DeleteProduct},
 		ident: func(p *store.Product) (int64, int64) { return p.ID, p.Version },
 		title: productTitle,
-		page:  func(v *view, p *store.Product) { v.Product = p },
 		form: func(cur *store.Product) memberForm[store.ProductInput] {
 			return newProductForm(cur)
 		},

@@ -754,8 +754,14 @@ func TestAttackLateExecIsFenced(t *testing.T) {
 	w := store.New(hookedCluster(t, addrs, se), store.Options{Prefix: f.prefix, Cluster: true})
 	a, b := f.create(t, "Late Rename"), f.create(t, "Late Delete")
 	for i, op := range []func() error{
-		func() error { _, err := w.UpdateOrder(ctx, a.ID, store.OrderInput{Customer: ptr("Renamed Late")}, 0); return err },
-		func() error { _, err := w.UpdateOrder(ctx, a.ID, store.OrderInput{Status: ptr("confirmed")}, 0); return err },
+		func() error {
+			_, err := w.UpdateOrder(ctx, a.ID, store.OrderInput{Customer: ptr("Renamed Late")}, 0)
+			return err
+		},
+		func() error {
+			_, err := w.UpdateOrder(ctx, a.ID, store.OrderInput{Status: ptr("confirmed")}, 0)
+			return err
+		},
 		func() error { return w.DeleteOrder(ctx, b.ID, 0, 0) },
 	} {
 		se.armed.Store(true)
