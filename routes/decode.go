@@ -76,7 +76,7 @@ var orderFields = fields[orderIn]{
 		text: func(in *orderIn) **string { return &in.Customer }},
 	{Name: "email", Label: "Email", Max: store.MaxEmail, UI: control{Type: "email", Optional: true, Class: "field-email"},
 		text: func(in *orderIn) **string { return &in.Email }},
-	{Name: "status", Label: "Status", UI: control{Tag: "select", OwnSentence: true},
+	{Name: "status", Label: "Status", HistoryFirst: true, UI: control{Tag: "select", OwnSentence: true},
 		text: func(in *orderIn) **string { return &in.Status }},
 	{Name: "currency", Label: "Currency", Max: store.CurrencyLen,
 		UI:   control{Required: true, Size: store.CurrencyLen + 1, Pattern: fmt.Sprintf("[A-Za-z]{%d}", store.CurrencyLen)},

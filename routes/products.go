@@ -44,7 +44,7 @@ var productFields = fields[store.ProductInput]{
 	{Name: "currency", Label: "Currency", Max: store.CurrencyLen, Fold: true,
 		UI:   control{Required: true, Size: store.CurrencyLen + 1, Pattern: fmt.Sprintf("[A-Za-z]{%d}", store.CurrencyLen)},
 		text: func(in *store.ProductInput) **string { return &in.Currency }},
-	{Name: "active", Label: "Active: offered in the order forms", Kind: kindBool, UI: control{Type: "checkbox"},
+	{Name: "active", Label: "Active: offered in the order forms", History: "Active", Kind: kindBool, UI: control{Type: "checkbox"},
 		flag: func(in *store.ProductInput) **bool { return &in.Active }},
 	{Name: "version", Kind: kindVersion, version: func(in *store.ProductInput) **int64 { return &in.Version }},
 }
