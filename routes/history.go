@@ -158,11 +158,11 @@ func (m *members[T, In]) historyPage(c *fiber.Ctx, rp repr) (*response, error) {
 		return nil, err
 	}
 	before := strings.TrimSpace(c.Query("before"))
-	page, err := m.history(c.UserContext(), id, before, store.HistoryPerPage)
+	page, err := m.store.history(c.UserContext(), id, before, store.HistoryPerPage)
 	if err == nil && len(page.Entries) == 0 && before != "" {
 		// Nothing older: the store answers an empty page before any
 		// cursor, so whether the record ever was is asked without one.
-		_, err = m.history(c.UserContext(), id, "", 1)
+		_, err = m.store.history(c.UserContext(), id, "", 1)
 	}
 	if err != nil {
 		if store.ErrorCode(err) == store.EINVALID {
@@ -213,7 +213,7 @@ func (m *members[T, In]) addNote(c *fiber.Ctx, rp repr) (*response, error) {
 	if in.Note != nil {
 		text = *in.Note
 	}
-	e, err := m.note(c.UserContext(), id, text)
+	e, err := m.store.note(c.UserContext(), id, text)
 	if err != nil {
 		if fields := invalidFields(err); fields != nil {
 			return m.invalidNote(c, rp, id, text, fields["note"], err)
@@ -266,7 +266,7 @@ func (m *members[T, In]) invalidNote(c *fiber.Ctx, rp repr, id int64, text, msg 
 // that is gone (its newest entry says it was deleted, or it has no
 // history and no record) gets no note form.
 func (m *members[T, In]) timeline(c *fiber.Ctx, id int64) (*historyView, error) {
-	page, err := m.history(c.UserContext(), id, "", timelineLength)
+	page, err := m.store.history(c.UserContext(), id, "", timelineLength)
 	if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		return nil, err
 	}

@@ -59,61 +59,80 @@ type orderHandlers struct {
 // order's own in them: the Idempotency-Key of a create, the forms for
 // programs with the statuses an order may move to, the 409's item diff.
 func orderMembers(s *store.Store) *members[store.Order, orderIn] {
-	return &members[store.Order, orderIn]{
-		R: orderResource, fields: orderFields,
-		store: memberStore[store.Order, orderIn]{get: s.GetOrder,
-			// The store knows items by their position; the answers name
-			// them by the row numbers the request used.
-			create: func(ctx context.Context, in orderIn) (*store.Order, error) {
-				o, err := s.CreateOrder(ctx, in.OrderInput)
-				return o, in.requestErrors(err)
-			},
-			update: func(ctx context.Context, id int64, in orderIn, ifMatch int64) (*store.Order, error) {
-				o, err := s.UpdateOrder(ctx, id, in.OrderInput, ifMatch)
-				return o, in.requestErrors(err)
-			},
-			remove: s.DeleteOrder},
-		ident: func(o *store.Order) (int64, int64) { return o.ID, o.Version },
-		title: orderTitle,
-		form: func(cur *store.Order) memberForm[orderIn] {
-			return newOrderForm(cur)
-		},
-		inVersion: func(in *orderIn) *int64 { return in.Version },
-		newNav:    "new",
-		// The creation form for programs: the fields and their defaults.
-		newJSON: func() any {
-			return fiber.Map{
-				"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
-				"items": []store.Item{}, "statuses": []store.Status{store.Pending},
-			}
-		},
-		// The update form for programs: the order and what may change.
-		editJSON: func(o *store.Order) any {
-			return fiber.Map{
-				"order": o, "statuses": append([]store.Status{o.Status}, o.Status.Next()...),
-				"items_editable": o.Status.ItemsEditable(),
-			}
-		},
-		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView {
-			return newConflict(cur, in.OrderInput, row)
-		},
-		history: s.OrderHistory,
-		note:    s.AddOrderNote,
-		createOnce: func(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
-			o, err := s.CreateOrderOnce(ctx, key, fp, in.OrderInput)
-			return o, in.requestErrors(err)
-		},
-		createNotice: func(fields map[string]string) *notice {
-			if msg := fields["idempotency_key"]; msg != "" {
-				return errorNotice("Idempotency-Key " + msg + ".")
-			}
-			if msg := fields["status"]; msg != "" {
-				// The new form has no status field to mark: say it in the notice.
-				return errorNotice("Status: " + msg + ".")
-			}
-			return nil
-		},
+	return newMembers[store.Order, orderIn](orderResource, orderFields, "new", orderMember{s})
+}
+
+// orderMember is the order's recordStore and memberPages.
+type orderMember struct{ s *store.Store }
+
+func (m orderMember) get(ctx context.Context, id int64) (*store.Order, error) {
+	return m.s.GetOrder(ctx, id)
+}
+
+// The store knows items by their position; the answers name them by the
+// row numbers the request used (requestErrors).
+
+func (m orderMember) create(ctx context.Context, in orderIn) (*store.Order, error) {
+	o, err := m.s.CreateOrder(ctx, in.OrderInput)
+	return o, in.requestErrors(err)
+}
+
+func (m orderMember) createOnce(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
+	o, err := m.s.CreateOrderOnce(ctx, key, fp, in.OrderInput)
+	return o, in.requestErrors(err)
+}
+
+func (m orderMember) update(ctx context.Context, id int64, in orderIn, ifMatch int64) (*store.Order, error) {
+	o, err := m.s.UpdateOrder(ctx, id, in.OrderInput, ifMatch)
+	return o, in.requestErrors(err)
+}
+
+func (m orderMember) remove(ctx context.Context, id, ifMatch, version int64) error {
+	return m.s.DeleteOrder(ctx, id, ifMatch, version)
+}
+
+func (m orderMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {
+	return m.s.OrderHistory(ctx, id, cursor, perPage)
+}
+
+func (m orderMember) note(ctx context.Context, id int64, text string) (*store.HistoryEntry, error) {
+	return m.s.AddOrderNote(ctx, id, text)
+}
+
+func (orderMember) ident(o *store.Order) (int64, int64)       { return o.ID, o.Version }
+func (orderMember) title(o *store.Order) string               { return orderTitle(o) }
+func (orderMember) form(cur *store.Order) memberForm[orderIn] { return newOrderForm(cur) }
+func (orderMember) inVersion(in *orderIn) *int64              { return in.Version }
+
+// newJSON is the creation form for programs: the fields and their defaults.
+func (orderMember) newJSON() any {
+	return fiber.Map{
+		"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
+		"items": []store.Item{}, "statuses": []store.Status{store.Pending},
 	}
+}
+
+// editJSON is the update form for programs: the order and what may change.
+func (orderMember) editJSON(o *store.Order) any {
+	return fiber.Map{
+		"order": o, "statuses": append([]store.Status{o.Status}, o.Status.Next()...),
+		"items_editable": o.Status.ItemsEditable(),
+	}
+}
+
+func (orderMember) conflict(cur *store.Order, in orderIn, row bool) *conflictView {
+	return newConflict(cur, in.OrderInput, row)
+}
+
+func (orderMember) createNotice(fields map[string]string) *notice {
+	if msg := fields["idempotency_key"]; msg != "" {
+		return errorNotice("Idempotency-Key " + msg + ".")
+	}
+	if msg := fields["status"]; msg != "" {
+		// The new form has no status field to mark: say it in the notice.
+		return errorNotice("Status: " + msg + ".")
+	}
+	return nil
 }
 
 func (o *orderHandlers) list(c *fiber.Ctx, rp repr) (*response, error) {
