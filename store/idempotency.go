@@ -54,7 +54,7 @@ func (s *Store) CreateOrderOnce(ctx context.Context, key, fingerprint string, in
 	for range 3 {
 		v, err := s.rdb.Get(ctx, k).Result()
 		if errors.Is(err, redis.Nil) {
-			id, err := s.nextID(ctx, orderCounter)
+			id, err := s.nextID(ctx, orders.counter)
 			if err != nil {
 				return nil, wrap(err)
 			}
@@ -123,7 +123,7 @@ func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int
 		if err == nil && !madeFor(created.idem, k, fingerprint) {
 			// Another request's order holds the claimed id (the counter went
 			// back after a failover): this key's order gets a fresh id.
-			newID, err := s.nextID(ctx, orderCounter)
+			newID, err := s.nextID(ctx, orders.counter)
 			if err != nil {
 				return nil, wrap(err)
 			}

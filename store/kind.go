@@ -24,8 +24,13 @@ type kind[T any] struct {
 	name string
 	// noun is the resource as its messages say it: "order".
 	noun string
-	// counter is the kind's id counter (forgetting.go).
+	// counter is the kind's id counter, numbered by register; seq is its
+	// key (after the store's prefix).
 	counter int
+	seq     string
+	// newest, when set, is the highest id the kind's indexes name: an id
+	// counter that Redis forgot is raised past it (forgetting.go).
+	newest func(s *Store, ctx context.Context) (int64, error)
 	// versionField is the hash field holding the version.
 	versionField string
 	// decode reads a record hash; ok is false when it is empty or damaged.
@@ -118,6 +123,11 @@ type registered interface {
 	repair(ctx context.Context, s *Store, fix bool, r *RepairReport) error
 	// seedDemo writes the kind's demo records, if it has any.
 	seedDemo(ctx context.Context, s *Store) error
+	// nounOf is the kind's noun; counterKey its id counter's key;
+	// newestID the highest id its indexes name (0: not known).
+	nounOf() string
+	counterKey(s *Store) string
+	newestID(ctx context.Context, s *Store) (int64, error)
 }
 
 // registry lists every stored kind in the order it was registered;
@@ -132,12 +142,27 @@ func register[T any](k *kind[T]) *kind[T] {
 	if _, dup := kinds[k.name]; dup {
 		panic("store: two kinds named " + k.name)
 	}
+	if len(registry) == maxKinds {
+		panic("store: more kinds than maxKinds")
+	}
+	k.counter = len(registry)
 	registry = append(registry, k)
 	kinds[k.name] = k
 	return k
 }
 
 func (k *kind[T]) kindName() string { return k.name }
+
+func (k *kind[T]) nounOf() string { return k.noun }
+
+func (k *kind[T]) counterKey(s *Store) string { return s.prefix + k.seq }
+
+func (k *kind[T]) newestID(ctx context.Context, s *Store) (int64, error) {
+	if k.newest == nil {
+		return 0, nil
+	}
+	return k.newest(s, ctx)
+}
 
 func (k *kind[T]) repair(ctx context.Context, s *Store, fix bool, r *RepairReport) error {
 	return repairKind(ctx, s, k, fix, r)

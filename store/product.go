@@ -225,7 +225,7 @@ const ProductEvents = "p"
 var productKind = register(&kind[Product]{
 	name:           ProductEvents,
 	noun:           "product",
-	counter:        productCounter,
+	seq:            "seq:{p}",
 	slot:           "p",
 	versionField:   pfVersion,
 	decode:         decodeProduct,

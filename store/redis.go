@@ -464,7 +464,8 @@ const OrderEvents = "o"
 var orders = register(&kind[Order]{
 	name:         OrderEvents,
 	noun:         "order",
-	counter:      orderCounter,
+	seq:          "seq",
+	newest:       (*Store).newestOrderID,
 	versionField: fVersion,
 	decode: func(id int64, h map[string]string) (*Order, bool) {
 		o, ok := decodeOrder(id, h, true)
@@ -502,6 +503,23 @@ var orders = register(&kind[Order]{
 	},
 	indexPattern: (*Store).termPattern,
 })
+
+// newestOrderID is the highest id in the created indexes.
+func (s *Store) newestOrderID(ctx context.Context) (int64, error) {
+	var newest int64
+	for _, st := range Statuses {
+		top, err := s.rdb.ZRevRange(ctx, s.idIndex(st), 0, 0).Result()
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range top {
+			if id, err := strconv.ParseInt(m, 10, 64); err == nil && id > newest {
+				newest = id
+			}
+		}
+	}
+	return newest, nil
+}
 
 // orderEntries lists the index entries of o: in its status, by created
 // time, updated time and total; by name, in its status and in the whole
