@@ -41,7 +41,7 @@ type recordStore[T, In any] interface {
 	create(ctx context.Context, in In) (*T, error)
 	update(ctx context.Context, id int64, in In, ifMatch int64) (*T, error)
 	remove(ctx context.Context, id, ifMatch, version int64) error
-	// history reads a page of a record's history (CONTRACT §10), newest
+	// history reads a page of a record's history, newest
 	// first, before the entry named by cursor; note adds a note to it.
 	history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error)
 	note(ctx context.Context, id int64, text string) (*store.HistoryEntry, error)
@@ -68,7 +68,7 @@ type memberPages[T, In any] interface {
 }
 
 // onceCreator is a recordStore whose creates may carry an Idempotency-Key
-// (CONTRACT §8); fp identifies the request body.
+// (a retry answers the first request's record); fp identifies the request body.
 type onceCreator[T, In any] interface {
 	createOnce(ctx context.Context, key, fp string, in In) (*T, error)
 }

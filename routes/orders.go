@@ -14,7 +14,7 @@ import (
 	"orders/store"
 )
 
-// orderResource is the order resource (CONTRACT §1–§4).
+// orderResource is the order resource.
 var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents,
 	Nav: []navEntry{
 		{Key: "orders", Label: "Orders", Description: "The order desk: find, sort, edit and follow every order."},
