@@ -292,7 +292,7 @@ func TestRedisHostPortIsOneRedis(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	o, err := store.New(rdb, store.Options{}).Get(context.Background(), id)
+	o, err := store.New(rdb, store.Options{}).GetOrder(context.Background(), id)
 	if err != nil || o.Customer != "Ada Lovelace" {
 		t.Errorf("order %d in the Redis at %s: %+v, %v; want Ada Lovelace's order there", id, mr.Addr(), o, err)
 	}

@@ -139,7 +139,7 @@ func TestAccessibility(t *testing.T) {
 	bump := func(o *store.Order) {
 		t.Helper()
 		notes := "changed elsewhere at " + time.Now().Format(time.RFC3339Nano)
-		if _, err := e.store.Update(context.Background(), o.ID, store.Input{Notes: &notes}, 0); err != nil {
+		if _, err := e.store.UpdateOrder(context.Background(), o.ID, store.OrderInput{Notes: &notes}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,14 +243,14 @@ func TestAccessibility(t *testing.T) {
 		gone := createOrder(t, e.store, "Deleted Elsewhere", "")
 		goneRow := fmt.Sprintf("#order-row-%d", gone.ID)
 		e.do(t, scheme+" list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(goneRow)), withoutLive())
-		if err := e.store.Delete(context.Background(), gone.ID, 0, 0); err != nil {
+		if err := e.store.DeleteOrder(context.Background(), gone.ID, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, scheme+" edit a deleted row", chromedp.Click(css(goneRow+" a[hx-get]")), chromedp.WaitVisible(css(goneRow+".gone")))
 		e.axe(t, axe, scheme+" row of an order deleted elsewhere")
 		gone = createOrder(t, e.store, "Deleted Elsewhere", "")
 		e.do(t, scheme+" order page", chromedp.Navigate(e.base+fmt.Sprintf("/orders/%d", gone.ID)), chromedp.WaitVisible(css("#order")), withoutLive())
-		if err := e.store.Delete(context.Background(), gone.ID, 0, 0); err != nil {
+		if err := e.store.DeleteOrder(context.Background(), gone.ID, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, scheme+" confirm a deleted order", chromedp.Click(css(".transitions button")), chromedp.WaitVisible(css("#error")))
@@ -267,7 +267,7 @@ func TestAccessibility(t *testing.T) {
 			chromedp.WaitVisible(css(fmt.Sprintf("#row-%d-customer", changed.ID))))
 		bump(changed)
 		createOrder(t, e.store, "Created Elsewhere", "")
-		if err := e.store.Delete(context.Background(), deleted.ID, 0, 0); err != nil {
+		if err := e.store.DeleteOrder(context.Background(), deleted.ID, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, scheme+" live news", chromedp.WaitVisible(css("[data-live-show]")), chromedp.WaitVisible(css(changedRow+" [data-live-compare]")),
@@ -277,7 +277,7 @@ func TestAccessibility(t *testing.T) {
 		e.do(t, scheme+" live note", chromedp.SendKeys(css("#order-history-note"), "typing"))
 		bump(changed)
 		e.do(t, scheme+" live change", chromedp.WaitVisible(css(".note-form [data-live-notice]")))
-		if err := e.store.Delete(context.Background(), changed.ID, 0, 0); err != nil {
+		if err := e.store.DeleteOrder(context.Background(), changed.ID, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, scheme+" live delete", chromedp.WaitVisible(css("#order .live-gone-note")), chromedp.WaitVisible(css("#order-history .entry-deleted")))

@@ -266,7 +266,7 @@ func (e *env) seed(t *testing.T, customers ...string) []*store.Order {
 	var out []*store.Order
 	for _, c := range customers {
 		name, qty, price := "Mug", "2", "12.50"
-		o, err := e.store.Create(context.Background(), store.Input{Customer: &c, HasItems: true,
+		o, err := e.store.CreateOrder(context.Background(), store.OrderInput{Customer: &c, HasItems: true,
 			Items: []store.ItemInput{{Name: name, Quantity: qty, UnitPrice: price}}})
 		if err != nil {
 			t.Fatal(err)

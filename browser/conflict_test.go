@@ -16,7 +16,7 @@ import (
 func conflictOrder(t *testing.T, st *store.Store) *store.Order {
 	t.Helper()
 	customer, email := "Katherine Johnson", "kj@example.com"
-	o, err := st.Create(context.Background(), store.Input{Customer: &customer, Email: &email, HasItems: true,
+	o, err := st.CreateOrder(context.Background(), store.OrderInput{Customer: &customer, Email: &email, HasItems: true,
 		Items: []store.ItemInput{
 			{SKU: "RULE-1", Name: "Slide rule", Quantity: "1", UnitPrice: "30.00"},
 			{SKU: "PEN-2", Name: "Pencil", Quantity: "12", UnitPrice: "0.25"},
@@ -31,7 +31,7 @@ func conflictOrder(t *testing.T, st *store.Store) *store.Order {
 // slide rule.
 func theirs(t *testing.T, st *store.Store, id int64, customer string) {
 	t.Helper()
-	if _, err := st.Update(context.Background(), id, store.Input{Customer: &customer, HasItems: true,
+	if _, err := st.UpdateOrder(context.Background(), id, store.OrderInput{Customer: &customer, HasItems: true,
 		Items: []store.ItemInput{
 			{SKU: "RULE-1", Name: "Slide rule", Quantity: "2", UnitPrice: "30.00"},
 			{SKU: "PEN-2", Name: "Pencil", Quantity: "12", UnitPrice: "0.25"},
@@ -116,7 +116,7 @@ func TestConflictShowsYoursAndTheirs(t *testing.T) {
 			if got := run(t, e, "customer field", chromedp.Value(css("#customer"))); got != "Katherine G. Johnson" {
 				t.Errorf("after the conflict the customer field holds %q, want what the person typed", got)
 			}
-			if cur, _ := e.store.Get(context.Background(), o.ID); cur.Customer != "K. Johnson (NASA)" || cur.Version != 2 {
+			if cur, _ := e.store.GetOrder(context.Background(), o.ID); cur.Customer != "K. Johnson (NASA)" || cur.Version != 2 {
 				t.Fatalf("the stale save changed the order: %+v", cur)
 			}
 			if js {
@@ -137,7 +137,7 @@ func TestConflictShowsYoursAndTheirs(t *testing.T) {
 			if got := run(t, e, "version", chromedp.Value(css(`#order-edit input[name=version]`))); got != "2" {
 				t.Errorf("keep theirs: the form carries version %q, want the stored 2", got)
 			}
-			if cur, _ := e.store.Get(context.Background(), o.ID); cur.Version != 2 {
+			if cur, _ := e.store.GetOrder(context.Background(), o.ID); cur.Version != 2 {
 				t.Errorf("keep theirs saved something: version %d", cur.Version)
 			}
 
@@ -146,7 +146,7 @@ func TestConflictShowsYoursAndTheirs(t *testing.T) {
 			conflict("second", "Katherine Johnson, NASA")
 			e.do(t, "save mine", chromedp.Click(css(panel+" button[type=submit]")), chromedp.WaitVisible(css("#order")))
 			e.waitText(t, "#notice", "Order "+id+" saved.")
-			cur, _ := e.store.Get(context.Background(), o.ID)
+			cur, _ := e.store.GetOrder(context.Background(), o.ID)
 			if cur.Customer != "Katherine G. Johnson" || cur.Notes != "call before delivery" || cur.Version != 4 ||
 				len(cur.Items) != 2 || cur.Items[0].Quantity != 3 || cur.Items[1].Name != "Eraser" {
 				t.Errorf("after save mine: %+v, want the person's edit at version 4", cur)
@@ -170,7 +170,7 @@ func TestInlineEditConflict(t *testing.T) {
 			chromedp.SetValue(css("#row-1-customer"), "Frances E. Allen"),
 		)
 		status := "confirmed"
-		if _, err := e.store.Update(context.Background(), o.ID, store.Input{Customer: &other, Status: &status}, 0); err != nil {
+		if _, err := e.store.UpdateOrder(context.Background(), o.ID, store.OrderInput{Customer: &other, Status: &status}, 0); err != nil {
 			t.Fatal(err)
 		}
 		e.do(t, what+": save the stale row", chromedp.Click(css(row+" .row-buttons button[type=submit]")), chromedp.WaitVisible(css("#conflict-1")))
@@ -189,7 +189,7 @@ func TestInlineEditConflict(t *testing.T) {
 	if got := run(t, e, "row customer", chromedp.Value(css("#row-1-customer"))); got != "F. Allen (IBM)" {
 		t.Errorf("keep theirs: the row holds %q, want theirs", got)
 	}
-	if cur, _ := e.store.Get(context.Background(), o.ID); cur.Version != 2 {
+	if cur, _ := e.store.GetOrder(context.Background(), o.ID); cur.Version != 2 {
 		t.Errorf("keep theirs saved something: version %d", cur.Version)
 	}
 	// Save mine over theirs.
@@ -198,7 +198,7 @@ func TestInlineEditConflict(t *testing.T) {
 	e.do(t, "save mine", chromedp.Click(css("#conflict-1 button[type=submit]")), chromedp.WaitNotPresent(css("#row-1-customer")))
 	e.waitText(t, row, "Frances E. Allen")
 	e.waitText(t, "#notice", "Order 1 saved.")
-	if cur, _ := e.store.Get(context.Background(), o.ID); cur.Customer != "Frances E. Allen" || cur.Status != store.Confirmed || cur.Version != 4 {
+	if cur, _ := e.store.GetOrder(context.Background(), o.ID); cur.Customer != "Frances E. Allen" || cur.Status != store.Confirmed || cur.Version != 4 {
 		t.Errorf("after save mine: %+v, want the row's customer at version 4", cur)
 	}
 }

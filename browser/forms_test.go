@@ -62,7 +62,7 @@ func (e *env) waitFocus(t *testing.T, what, sel string) {
 // createOrder stores an order with one item for a test to act on.
 func createOrder(t *testing.T, st *store.Store, customer, email string) *store.Order {
 	t.Helper()
-	o, err := st.Create(context.Background(), store.Input{Customer: &customer, Email: &email, HasItems: true,
+	o, err := st.CreateOrder(context.Background(), store.OrderInput{Customer: &customer, Email: &email, HasItems: true,
 		Items: []store.ItemInput{{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestEnterSaves(t *testing.T) {
 			if got := e.path(t); got != "/orders/1" {
 				t.Errorf("after Enter the URL is %q, want /orders/1 (the saved order)", got)
 			}
-			o, err := e.store.Get(t.Context(), 1)
+			o, err := e.store.GetOrder(t.Context(), 1)
 			if err != nil {
 				t.Fatalf("Enter did not create the order: %v", err)
 			}
@@ -110,7 +110,7 @@ func TestEnterSaves(t *testing.T) {
 			if got := e.path(t); got != "/orders/1" {
 				t.Errorf("after Enter in the edit form the URL is %q, want /orders/1", got)
 			}
-			if o, _ := e.store.Get(t.Context(), 1); o.Email != "ada@example.com" || o.Version != 2 || o.Total.String() != "45.00" {
+			if o, _ := e.store.GetOrder(t.Context(), 1); o.Email != "ada@example.com" || o.Version != 2 || o.Total.String() != "45.00" {
 				t.Errorf("after the edit: email %q, version %d, total %s; want ada@example.com, 2, 45.00", o.Email, o.Version, o.Total)
 			}
 		})
@@ -159,7 +159,7 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 		t.Errorf("order total after removing the book = %q, want 1.00", got)
 	}
 	e.do(t, "create", chromedp.Click(css("#order-edit .actions button[type=submit]")), chromedp.WaitVisible(css("#order")))
-	if o, err := e.store.Get(t.Context(), 1); err != nil || len(o.Items) != 1 || o.Items[0].Name != "Bookmark" {
+	if o, err := e.store.GetOrder(t.Context(), 1); err != nil || len(o.Items) != 1 || o.Items[0].Name != "Bookmark" {
 		t.Fatalf("created %+v, %v; want one item, the bookmark", o, err)
 	}
 	e.do(t, "open the edit form", chromedp.Navigate(e.base+"/orders/1/edit"), chromedp.WaitVisible(css("#order-form")))
@@ -175,7 +175,7 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 	if got := e.path(t); !strings.HasPrefix(got, "/orders/1?confirm=delete") {
 		t.Errorf("Delete led to %q, want the confirmation /orders/1?confirm=delete…", got)
 	}
-	if _, err := e.store.Get(t.Context(), 1); err != nil {
+	if _, err := e.store.GetOrder(t.Context(), 1); err != nil {
 		t.Fatalf("Delete deleted before the confirmation: %v", err)
 	}
 	e.waitText(t, "#order-delete h1", "Delete order 1?")
@@ -187,7 +187,7 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 	if got := e.path(t); got != "/orders" {
 		t.Errorf("after the confirmed delete the URL is %q, want /orders", got)
 	}
-	if _, err := e.store.Get(t.Context(), 1); store.ErrorCode(err) != store.ENOTFOUND {
+	if _, err := e.store.GetOrder(t.Context(), 1); store.ErrorCode(err) != store.ENOTFOUND {
 		t.Errorf("order 1 after the confirmed delete: %v, want not found", err)
 	}
 
@@ -196,11 +196,11 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 	e.do(t, "delete from the list",
 		chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css("#order-row-2")),
 		chromedp.Click(css("#order-row-2 button.danger")), chromedp.WaitVisible(css("#order-delete")))
-	if _, err := e.store.Get(t.Context(), 2); err != nil {
+	if _, err := e.store.GetOrder(t.Context(), 2); err != nil {
 		t.Fatalf("the list's Delete deleted before the confirmation: %v", err)
 	}
 	e.do(t, "confirm", chromedp.Click(css("#order-delete button.danger")), chromedp.WaitVisible(css("#orders")))
-	if n, _ := e.store.Count(t.Context()); n != 0 {
+	if n, _ := e.store.CountOrders(t.Context()); n != 0 {
 		t.Errorf("%d orders stored after confirming the last delete", n)
 	}
 }
@@ -406,7 +406,7 @@ func TestDeletedElsewhere(t *testing.T) {
 	e.failedLoads = []string{"404"}
 	gone := func(id int64) {
 		t.Helper()
-		if err := e.store.Delete(context.Background(), id, 0, 0); err != nil {
+		if err := e.store.DeleteOrder(context.Background(), id, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -478,7 +478,7 @@ func TestDeletedElsewhere(t *testing.T) {
 	n.failedLoads = []string{"404"}
 	d := createOrder(t, n.store, "Grace Hopper", "")
 	n.do(t, "open the edit form", chromedp.Navigate(n.base+fmt.Sprintf("/orders/%d/edit", d.ID)), chromedp.WaitVisible(css("#order-form")))
-	if err := n.store.Delete(context.Background(), d.ID, 0, 0); err != nil {
+	if err := n.store.DeleteOrder(context.Background(), d.ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	n.do(t, "save without JavaScript", chromedp.Click(css("#order-edit .actions button[type=submit]")), chromedp.WaitVisible(css("#error")))

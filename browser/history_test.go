@@ -42,7 +42,7 @@ func seedHistory(t *testing.T, st *store.Store) historySeed {
 			t.Fatal(err)
 		}
 	}
-	o, err := st.Create(alice, store.Input{Customer: str("Katherine Johnson"), Email: str("kj@example.com"), HasItems: true,
+	o, err := st.CreateOrder(alice, store.OrderInput{Customer: str("Katherine Johnson"), Email: str("kj@example.com"), HasItems: true,
 		Items: []store.ItemInput{{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"},
 			{SKU: "PEN-2", Name: "Gel pen", Quantity: "10", UnitPrice: "1.05"}}})
 	must(err)
@@ -50,15 +50,15 @@ func seedHistory(t *testing.T, st *store.Store) historySeed {
 		_, err := st.AddOrderNote(bob, o.ID, fmt.Sprintf("Routine check %d.", i))
 		must(err)
 	}
-	_, err = st.Update(alice, o.ID, store.Input{Customer: str("Katherine G. Johnson"), Email: str(""), Notes: str("Back door.")}, 0)
+	_, err = st.UpdateOrder(alice, o.ID, store.OrderInput{Customer: str("Katherine G. Johnson"), Email: str(""), Notes: str("Back door.")}, 0)
 	must(err)
-	_, err = st.Update(bob, o.ID, store.Input{HasItems: true, Items: []store.ItemInput{
+	_, err = st.UpdateOrder(bob, o.ID, store.OrderInput{HasItems: true, Items: []store.ItemInput{
 		{SKU: "MUG-1", Name: "Enamel mug", Quantity: "3", UnitPrice: "12.50"},
 		{Name: "Tea towel <linen> & co", Quantity: "1", UnitPrice: "8.00"}}}, 0)
 	must(err)
 	_, err = st.AddOrderNote(alice, o.ID, "Called <Katherine> & co:\nshe wants it by Friday.")
 	must(err)
-	_, err = st.Update(alice, o.ID, store.Input{Status: str("confirmed")}, 0)
+	_, err = st.UpdateOrder(alice, o.ID, store.OrderInput{Status: str("confirmed")}, 0)
 	must(err)
 	_, err = st.AddOrderNote(alice, o.ID, strings.Repeat("A long note that wraps on a phone. ", 12))
 	must(err)
@@ -68,11 +68,11 @@ func seedHistory(t *testing.T, st *store.Store) historySeed {
 		t.Fatalf("order %d's history fits one page (%d entries): want two", o.ID, len(page.Entries))
 	}
 
-	d, err := st.Create(alice, store.Input{Customer: str("Deleted After A Note")})
+	d, err := st.CreateOrder(alice, store.OrderInput{Customer: str("Deleted After A Note")})
 	must(err)
 	_, err = st.AddOrderNote(alice, d.ID, "Customer cancelled by phone.")
 	must(err)
-	must(st.Delete(alice, d.ID, 0, 0))
+	must(st.DeleteOrder(alice, d.ID, 0, 0))
 
 	p, err := st.CreateProduct(bob, store.ProductInput{SKU: str("HIS-1"), Name: str("Ledger <A4>"), UnitPrice: str("4.20")})
 	must(err)
@@ -192,7 +192,7 @@ func TestNoteWithJavaScript(t *testing.T) {
 	if !e.markerKept(t) {
 		t.Error("the notes reloaded the page")
 	}
-	if got, err := e.store.Get(context.Background(), o.ID); err != nil || got.Version != o.Version {
+	if got, err := e.store.GetOrder(context.Background(), o.ID); err != nil || got.Version != o.Version {
 		t.Errorf("after notes the order is %+v, %v; want it at version %d still", got, err, o.Version)
 	}
 
@@ -322,7 +322,7 @@ func TestNoteWithoutJavaScript(t *testing.T) {
 	e.do(t, "back to the order", chromedp.Click(css(`#order-history-page a[href="`+page+`"]`)), chromedp.WaitVisible(css("#order")))
 
 	// A deleted order's history: said so, no form, a way back to the list.
-	if err := e.store.Delete(context.Background(), o.ID, 0, 0); err != nil {
+	if err := e.store.DeleteOrder(context.Background(), o.ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	e.do(t, "a deleted order's history", chromedp.Navigate(e.base+page+"/history"), chromedp.WaitVisible(css("#order-history-page")))

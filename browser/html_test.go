@@ -198,14 +198,14 @@ func TestHTMLValid(t *testing.T) {
 	ada, shipped, cancelled, doomed := seedStates(t, st)
 	id := func(o *store.Order) string { return strconv.FormatInt(o.ID, 10) }
 	version := func(o *store.Order) string {
-		cur, err := st.Get(ctx, o.ID)
+		cur, err := st.GetOrder(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return strconv.FormatInt(cur.Version, 10)
 	}
 	stale := func(o *store.Order) string {
-		cur, err := st.Get(ctx, o.ID)
+		cur, err := st.GetOrder(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,7 +512,7 @@ func seedStates(t *testing.T, st *store.Store) (pending, shipped, cancelled, doo
 	ctx := context.Background()
 	str := func(s string) *string { return &s }
 	create := func(customer, email, notes string, items ...store.ItemInput) *store.Order {
-		o, err := st.Create(ctx, store.Input{Customer: str(customer), Email: str(email), Notes: str(notes),
+		o, err := st.CreateOrder(ctx, store.OrderInput{Customer: str(customer), Email: str(email), Notes: str(notes),
 			HasItems: true, Items: items})
 		if err != nil {
 			t.Fatal(err)
@@ -522,7 +522,7 @@ func seedStates(t *testing.T, st *store.Store) (pending, shipped, cancelled, doo
 	move := func(o *store.Order, statuses ...store.Status) *store.Order {
 		for _, s := range statuses {
 			var err error
-			if o, err = st.Update(ctx, o.ID, store.Input{Status: str(string(s))}, 0); err != nil {
+			if o, err = st.UpdateOrder(ctx, o.ID, store.OrderInput{Status: str(string(s))}, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -531,7 +531,7 @@ func seedStates(t *testing.T, st *store.Store) (pending, shipped, cancelled, doo
 	mug := store.ItemInput{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"}
 	pen := store.ItemInput{SKU: "PEN-2", Name: "Gel pen", Quantity: "10", UnitPrice: "1.05"}
 	pending = create("Ada Lovelace", "ada@example.com", "Leave at the door.\nRing twice.", mug, pen)
-	if _, err := st.Update(ctx, pending.ID, store.Input{Notes: str("Leave at the door.\nRing twice, please.")}, 0); err != nil {
+	if _, err := st.UpdateOrder(ctx, pending.ID, store.OrderInput{Notes: str("Leave at the door.\nRing twice, please.")}, 0); err != nil {
 		t.Fatal(err)
 	}
 	shipped = move(create("Alan Turing", "", "", mug), store.Confirmed, store.Shipped)

@@ -72,7 +72,7 @@ func seedList(t *testing.T, e *env, clk *clock, n int) []seeded {
 		name := firsts[(i*7)%len(firsts)] + " " + lasts[i/len(firsts)%len(lasts)]
 		cents := ((i*37)%97 + 1) * 100 // distinct for i < 97
 		price := fmt.Sprintf("%d.00", cents/100)
-		o, err := e.store.Create(context.Background(), store.Input{Customer: &name, HasItems: true,
+		o, err := e.store.CreateOrder(context.Background(), store.OrderInput{Customer: &name, HasItems: true,
 			Items: []store.ItemInput{{Name: "Mug", Quantity: "1", UnitPrice: price}}})
 		if err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func TestLiveInquiryEntryLeavesItsSearch(t *testing.T) {
 	b.openLive(t, "/orders/inquiry?q=Ada")
 	b.mark(t, entry)
 	name := "Grace King"
-	if _, err := a.store.Update(t.Context(), o[0].ID, store.Input{Customer: &name}, 0); err != nil {
+	if _, err := a.store.UpdateOrder(t.Context(), o[0].ID, store.OrderInput{Customer: &name}, 0); err != nil {
 		t.Fatal(err)
 	}
 	b.waitJS(t, "the entry shows version 2", fmt.Sprintf(`(document.querySelector(%q) || {dataset: {}}).dataset.liveVersion === "2"`, entry))
@@ -156,7 +156,7 @@ func TestLiveFailedFetchIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "Ada King"
-	if _, err := a.store.Update(t.Context(), x.ID, store.Input{Customer: &name}, 0); err != nil {
+	if _, err := a.store.UpdateOrder(t.Context(), x.ID, store.OrderInput{Customer: &name}, 0); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -320,7 +320,7 @@ func TestLiveInlineEditKept(t *testing.T) {
 	if got := run(t, b, "B's field", chromedp.Value(css(field))); got != "Frances E. Allen" {
 		t.Errorf("B's field holds %q after Compare, want what B typed", got)
 	}
-	if cur, _ := a.store.Get(context.Background(), x.ID); cur.Customer != "Frances Allen" || cur.Version != 2 {
+	if cur, _ := a.store.GetOrder(context.Background(), x.ID); cur.Customer != "Frances Allen" || cur.Version != 2 {
 		t.Errorf("Compare saved something: %q at version %d", cur.Customer, cur.Version)
 	}
 	if n := b.jsString(t, `document.querySelectorAll("[data-live-notice]").length`); n != "0" {
@@ -350,7 +350,7 @@ func TestLiveDeleteAfterAConflict(t *testing.T) {
 	a, b := startLive(t)
 	x, row, field := typingInline(t, a, b, "Annie Easley", "Annie J. Easley")
 	confirmed := "confirmed"
-	if _, err := a.store.Update(context.Background(), x.ID, store.Input{Status: &confirmed}, 0); err != nil {
+	if _, err := a.store.UpdateOrder(context.Background(), x.ID, store.OrderInput{Status: &confirmed}, 0); err != nil {
 		t.Fatal(err)
 	}
 	b.waitText(t, row+" form [data-live-notice]", "was changed elsewhere")
@@ -400,7 +400,7 @@ func TestLiveEditPageKept(t *testing.T) {
 	if got := run(t, b, "B's notes", chromedp.Value(css("#notes"))); got != "leave at the gate" {
 		t.Errorf("B's notes hold %q after Compare, want what B typed", got)
 	}
-	if cur, _ := a.store.Get(context.Background(), x.ID); cur.Notes != "" || cur.Version != 2 {
+	if cur, _ := a.store.GetOrder(context.Background(), x.ID); cur.Notes != "" || cur.Version != 2 {
 		t.Errorf("Compare saved something: notes %q at version %d", cur.Notes, cur.Version)
 	}
 
@@ -573,7 +573,7 @@ func TestLiveReset(t *testing.T) {
 	rowX, rowY := fmt.Sprintf("#order-row-%d", x.ID), fmt.Sprintf("#order-row-%d", y.ID)
 	customer := func(o *store.Order, name string) {
 		t.Helper()
-		if _, err := a.store.Update(context.Background(), o.ID, store.Input{Customer: &name}, 0); err != nil {
+		if _, err := a.store.UpdateOrder(context.Background(), o.ID, store.OrderInput{Customer: &name}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -629,7 +629,7 @@ func TestLiveReconnect(t *testing.T) {
 	}
 	customer := func(name string) {
 		t.Helper()
-		if _, err := a.store.Update(context.Background(), x.ID, store.Input{Customer: &name}, 0); err != nil {
+		if _, err := a.store.UpdateOrder(context.Background(), x.ID, store.OrderInput{Customer: &name}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -255,7 +255,7 @@ func TestNoticeKindsAccessible(t *testing.T) {
 		// The conflict view, with fields and items, then on a phone.
 		conflictAt := func(what string) {
 			e.do(t, what+": edit", chromedp.Navigate(e.base+"/orders/"+id+"/edit"), chromedp.WaitVisible(css("#customer")), editMine())
-			cur, _ := e.store.Get(context.Background(), o.ID)
+			cur, _ := e.store.GetOrder(context.Background(), o.ID)
 			theirs(t, e.store, o.ID, fmt.Sprintf("K. Johnson v%d", cur.Version+1))
 			e.do(t, what+": save", chromedp.Click(css("#order-edit .actions button[type=submit]")), chromedp.WaitVisible(css("#conflict-"+id)))
 		}

@@ -166,7 +166,7 @@ func TestListInlineEditSearchAndDelete(t *testing.T) {
 	// Delete asks first, removes the row, and says so.
 	e.do(t, "delete a row", chromedp.Click(css("#order-row-3 button.danger")), chromedp.WaitNotPresent(css("#order-row-3")))
 	e.waitText(t, "#notice", "Order 3 deleted.")
-	if _, err := e.store.Get(t.Context(), 3); err == nil {
+	if _, err := e.store.GetOrder(t.Context(), 3); err == nil {
 		t.Error("order 3 is still stored after the row was deleted")
 	}
 }
@@ -205,7 +205,7 @@ func TestWithoutJavaScript(t *testing.T) {
 	e.do(t, "delete without JS", chromedp.Click(css("#order .page-head button.danger")), chromedp.WaitVisible(css("#order-delete")),
 		chromedp.Click(css("#order-delete button.danger")), chromedp.WaitVisible(css("#orders")))
 	e.waitText(t, "#notice", "Order 1 deleted.")
-	if n, _ := e.store.Count(t.Context()); n != 0 {
+	if n, _ := e.store.CountOrders(t.Context()); n != 0 {
 		t.Errorf("%d orders stored after deleting the only one", n)
 	}
 }

@@ -178,7 +178,7 @@ func TestPickerKeyboard(t *testing.T) {
 		t.Errorf("after choosing %q the row holds %q, want %q", first, got, want)
 	}
 	time.Sleep(300 * time.Millisecond) // a submission, if any, has happened
-	if n, _ := e.store.Count(t.Context()); n != 0 || !e.markerKept(t) || e.path(t) != "/orders/new" {
+	if n, _ := e.store.CountOrders(t.Context()); n != 0 || !e.markerKept(t) || e.path(t) != "/orders/new" {
 		t.Fatalf("Enter on an option submitted the form: %d orders stored, page kept %v, at %s", n, e.markerKept(t), e.path(t))
 	}
 	total := p.UnitPrice.Times(2).String()
@@ -189,7 +189,7 @@ func TestPickerKeyboard(t *testing.T) {
 
 	// No list: Enter saves, as in any field (TestEnterSaves).
 	e.do(t, "Enter in the quantity saves", press(kb.Enter), chromedp.WaitVisible(css("#order")))
-	o, err := e.store.Get(t.Context(), 1)
+	o, err := e.store.GetOrder(t.Context(), 1)
 	if err != nil {
 		t.Fatalf("Enter with the list closed did not save: %v", err)
 	}
@@ -251,7 +251,7 @@ func TestPickerEscapeClickAndSKU(t *testing.T) {
 		t.Errorf("after a click the row holds %q, want %q", got, want)
 	}
 	e.waitFocus(t, "after a click", "#items-0-quantity")
-	if n, _ := e.store.Count(t.Context()); n != 0 {
+	if n, _ := e.store.CountOrders(t.Context()); n != 0 {
 		t.Errorf("a click on an option stored %d orders", n)
 	}
 }
@@ -300,7 +300,7 @@ func TestPickerAddedRowSaveAndCopies(t *testing.T) {
 		setValue("#items-1-sku", "PEN-3B"))
 	e.waitText(t, "#order-total", "34.97")
 	e.do(t, "create", chromedp.Click(css("#order-edit .actions button[type=submit]")), chromedp.WaitVisible(css("#order")))
-	o, err := e.store.Get(t.Context(), 1)
+	o, err := e.store.GetOrder(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestPickerAddedRowSaveAndCopies(t *testing.T) {
 	e.do(t, "save", press("1"), press(kb.Enter), chromedp.WaitVisible(css("#order")))
 	e.waitText(t, "#order", "Mug warmer")
 	want = append(want, item{"WRM-1", "Mug warmer", "1", "21.00"})
-	if o, _ = e.store.Get(t.Context(), 1); !slices.Equal(items(o), want) {
+	if o, _ = e.store.GetOrder(t.Context(), 1); !slices.Equal(items(o), want) {
 		t.Errorf("after the edit the items are %+v, want %+v", items(o), want)
 	}
 
@@ -343,7 +343,7 @@ func TestPickerAddedRowSaveAndCopies(t *testing.T) {
 	if err := e.store.DeleteProduct(context.Background(), ps["Gel pens"].ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	after, err := e.store.Get(t.Context(), 1)
+	after, err := e.store.GetOrder(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestPickerRequests(t *testing.T) {
 		chromedp.SendKeys(css("#customer"), "Ada"), chromedp.SendKeys(css("#items-0-quantity"), "1"),
 		chromedp.SendKeys(css("#items-0-unit_price"), "2.00"), chromedp.Focus(css(name)), press(kb.Enter),
 		chromedp.WaitVisible(css("#order")))
-	if o, err := e.store.Get(t.Context(), 1); err != nil || o.Items[0].Name != "pen" {
+	if o, err := e.store.GetOrder(t.Context(), 1); err != nil || o.Items[0].Name != "pen" {
 		t.Errorf("Enter after a failed request stored %+v, %v; want the typed pen", o, err)
 	}
 }
@@ -498,7 +498,7 @@ func TestPickerWithoutJavaScript(t *testing.T) {
 		t.Errorf("the name field is a %q input, want text", got)
 	}
 	e.do(t, "create", chromedp.Click(css("#order-edit .actions button[type=submit]")), chromedp.WaitVisible(css("#order")))
-	o, err := e.store.Get(t.Context(), 1)
+	o, err := e.store.GetOrder(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

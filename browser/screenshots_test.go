@@ -30,7 +30,7 @@ func TestDocScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An order with status buttons to show: the newest confirmed one.
-	page, err := e.store.List(context.Background(), store.Query{Status: store.Confirmed, PerPage: 1})
+	page, err := e.store.ListOrders(context.Background(), store.OrderQuery{Status: store.Confirmed, PerPage: 1})
 	if err != nil || len(page.Orders) == 0 {
 		t.Fatalf("no confirmed order among the seeded ones: %v", err)
 	}

@@ -882,7 +882,7 @@ func TestEventsStalledSubscriber(t *testing.T) {
 			t.Fatalf("the stalled subscriber was not cut off after %d events", writes)
 		}
 		name := fmt.Sprint("Stalled ", writes)
-		got, err := st.Update(ctx, o.ID, store.Input{Customer: &name, Version: &version}, 0)
+		got, err := st.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: &name, Version: &version}, 0)
 		if err != nil {
 			t.Fatalf("update %d: %v", writes, err)
 		}

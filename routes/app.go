@@ -209,8 +209,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/readyz", h.ready)
-	app.Get(OpenAPIPath, serveOpenAPI(orderMembers(cfg.Store).api(orderListing, "inquiry"), productMembers(cfg.Store).api(productListing)))
-	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(orderResource.Path(), fiber.StatusSeeOther) })
+	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(resources[0].Path(), fiber.StatusSeeOther) })
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
 	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {
@@ -226,9 +225,13 @@ func New(cfg Config) (*fiber.App, error) {
 		c.Locals(feedsKey, feeds)
 		return c.Next()
 	})
-	o := &orderHandlers{handlers: h, R: orderResource}
-	registerResource(app, orderResource, orderMembers(cfg.Store).handlers(o.list, map[string]handler{"inquiry": o.inquiry}))
-	registerResource(app, productResource, productMembers(cfg.Store).handlers(listProducts(cfg.Store), nil))
+	apis := make([]apiResource, 0, len(resources))
+	for _, r := range resources {
+		hs := r.serve(h)
+		registerResource(app, r, hs)
+		apis = append(apis, hs.API)
+	}
+	app.Get(OpenAPIPath, serveOpenAPI(apis...))
 	return app, nil
 }
 
@@ -308,15 +311,9 @@ var funcs = template.FuncMap{
 	"title":    statusTitle,
 	"statuses": func() []store.Status { return store.Statuses },
 	"mainID":   func() string { return mainID },
-	// resource is a served resource by its plural, for the navigation.
-	"resource": func(plural string) *resource {
-		for _, r := range resources {
-			if r.Plural == plural {
-				return r
-			}
-		}
-		return nil
-	},
+	// home is the resource "/" leads to; nav is the site's navigation.
+	"home":     func() *resource { return resources[0] },
+	"nav":      navEntries,
 	"noticeID": func() string { return noticeID },
 	"alertID":  func() string { return alertID },
 	// wbrEmail lets an email address break after "@" and before ".".

@@ -98,7 +98,7 @@ type diffItem struct {
 }
 
 // newConflict compares what the person sent with the stored order.
-func newConflict(cur *store.Order, in store.Input, row bool) *conflictView {
+func newConflict(cur *store.Order, in store.OrderInput, row bool) *conflictView {
 	c := &conflictView{R: orderResource, ID: cur.ID, Version: cur.Version, TheirsTotal: cur.Total.String(), Row: row}
 	field := func(name string, sent *string, theirs string, norm func(string) string, show func(string) string) {
 		if sent == nil {

@@ -22,7 +22,7 @@ func TestConflictDiff(t *testing.T) {
 			{Name: "Chalk", Quantity: 3, UnitPrice: 40, LineTotal: 120},
 			{Name: "Sticker", Quantity: 1, UnitPrice: 99, LineTotal: 99},
 		}, Total: 3769}
-	in := store.Input{Customer: str(" Katherine Johnson "), Email: str("kj@nasa.gov"), Status: str("Pending"),
+	in := store.OrderInput{Customer: str(" Katherine Johnson "), Email: str("kj@nasa.gov"), Status: str("Pending"),
 		Currency: str("usd"), Notes: str("line 1\r\nline 2\r\n"), HasItems: true, Items: []store.ItemInput{
 			{SKU: "mug-1", Name: "Enamel mug", Quantity: "3", UnitPrice: "12.5"}, // quantity changed
 			{Name: "Chalk", Quantity: "3", UnitPrice: "0.40"},                    // the same
@@ -72,17 +72,17 @@ func TestConflictDiff(t *testing.T) {
 	}
 
 	// The same items in another order: said so, nothing else.
-	same := store.Input{HasItems: true, Items: []store.ItemInput{
+	same := store.OrderInput{HasItems: true, Items: []store.ItemInput{
 		{Name: "Chalk", Quantity: "3", UnitPrice: "0.40"}, {Name: "Sticker", Quantity: "1", UnitPrice: "0.99"},
 		{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"}, {SKU: "PEN-2", Name: "Gel pen", Quantity: "10", UnitPrice: "1.05"}}}
 	if c := newConflict(cur, same, false); len(c.Items) != 0 || !c.Reordered || !c.Differs() {
 		t.Errorf("reordered items: got items %+v reordered %v", c.Items, c.Reordered)
 	}
 	// Nothing sent differs: no rows, and Differs says so.
-	if c := newConflict(cur, store.Input{Email: str("kj@nasa.gov")}, true); c.Differs() || !c.Row {
+	if c := newConflict(cur, store.OrderInput{Email: str("kj@nasa.gov")}, true); c.Differs() || !c.Row {
 		t.Errorf("an equal email: got %+v, want no differences", c)
 	}
-	bad := store.Input{HasItems: true, Items: []store.ItemInput{{SKU: "MUG-1", Name: "Enamel mug", Quantity: "two", UnitPrice: "12.50"}}}
+	bad := store.OrderInput{HasItems: true, Items: []store.ItemInput{{SKU: "MUG-1", Name: "Enamel mug", Quantity: "two", UnitPrice: "12.50"}}}
 	// Items sent for an order theirs has shipped: listed, and said to stay theirs.
 	shipped := *cur
 	shipped.Status = store.Shipped

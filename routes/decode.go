@@ -25,7 +25,7 @@ func badRequest(format string, args ...any) error {
 // messages back under the keys the request used, so each message lands
 // beside the row the person filled in.
 type orderIn struct {
-	store.Input
+	store.OrderInput
 	// rowN[i] is the N of Items[i].
 	rowN []int
 }
@@ -78,7 +78,7 @@ var orderFields = fields[orderIn]{
 		text: func(in *orderIn) **string { return &in.Customer }},
 	{Name: "email", Label: "Email", Max: store.MaxEmail, UI: control{Type: "email", Optional: true, Class: "field-email"},
 		text: func(in *orderIn) **string { return &in.Email }},
-	{Name: "status", Label: "Status", UI: control{Tag: "select", OwnSentence: true},
+	{Name: "status", Label: "Status", HistoryFirst: true, UI: control{Tag: "select", OwnSentence: true},
 		text: func(in *orderIn) **string { return &in.Status }},
 	{Name: "currency", Label: "Currency", Max: store.CurrencyLen,
 		UI:   control{Required: true, Size: store.CurrencyLen + 1, Pattern: fmt.Sprintf("[A-Za-z]{%d}", store.CurrencyLen)},

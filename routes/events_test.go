@@ -581,7 +581,7 @@ func TestEventsReplaySeam(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			ctx := context.Background()
-			o, err := st.Create(ctx, store.Input{Customer: ptr("Seam")})
+			o, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr("Seam")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -596,7 +596,7 @@ func TestEventsReplaySeam(t *testing.T) {
 			go func() {
 				defer close(writerDone)
 				for i := 0; !stop.Load(); i++ {
-					if _, err := st.Update(ctx, o.ID, store.Input{Notes: ptr(fmt.Sprint("note ", i))}, 0); err != nil {
+					if _, err := st.UpdateOrder(ctx, o.ID, store.OrderInput{Notes: ptr(fmt.Sprint("note ", i))}, 0); err != nil {
 						t.Errorf("Update: %v", err)
 						return
 					}
@@ -675,7 +675,7 @@ func TestEventsCursors(t *testing.T) {
 
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := st.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Cursor ", i))}); err != nil {
+		if _, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Cursor ", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1169,7 +1169,7 @@ func TestEventsWhileRedisGoesAway(t *testing.T) {
 	create := func(name string) {
 		t.Helper()
 		for range 100 {
-			if _, err := st.Create(ctx, store.Input{Customer: ptr(name)}); err == nil {
+			if _, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr(name)}); err == nil {
 				return
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -1272,7 +1272,7 @@ func TestEventsReplayWhileRedisHangs(t *testing.T) {
 	r := startOwnRedis(t)
 	st, feed, f := followOver(t, r.addr())
 	ctx := context.Background()
-	if _, err := st.Create(ctx, store.Input{Customer: ptr("Before the hang")}); err != nil {
+	if _, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr("Before the hang")}); err != nil {
 		t.Fatal(err)
 	}
 	all := testutil.Events(t, feed, "0-0")
@@ -1318,7 +1318,7 @@ func TestEventsWhileMiniredisGoesAway(t *testing.T) {
 	st, feed, f := followOver(t, mr.Addr())
 	ctx := context.Background()
 	for i := range 3 {
-		if _, err := st.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Before ", i))}); err != nil {
+		if _, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Before ", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1336,7 +1336,7 @@ func TestEventsWhileMiniredisGoesAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := st.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("After ", i))}); err != nil {
+		if _, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("After ", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1417,7 +1417,7 @@ func TestEventsResetWhenRedisForgot(t *testing.T) {
 			create := func(name string) {
 				t.Helper()
 				for range 100 {
-					if _, err := st.Create(ctx, store.Input{Customer: ptr(name)}); err == nil {
+					if _, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr(name)}); err == nil {
 						return
 					}
 					time.Sleep(50 * time.Millisecond)

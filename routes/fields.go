@@ -87,6 +87,11 @@ type field[T any] struct {
 	// Fold says the store keeps the value in one case (a currency): a
 	// comparison ignores case.
 	Fold bool
+	// History names the field in a history entry when Label says more
+	// than that ("" : Label); HistoryFirst lists its change before the
+	// others' (what a reader looks for first: an order's status).
+	History      string
+	HistoryFirst bool
 	// Where the value goes in T, by Kind: text for text that may be
 	// absent (nil: not sent, so an update keeps the stored value); cell
 	// for text a row always has; version; rows.
@@ -124,6 +129,31 @@ type control struct {
 
 // fields is the table of a resource, or of one row of a kindRows field.
 type fields[T any] []field[T]
+
+// historyLabels are the fields a history entry lists, in the order it
+// lists them, each with its label: the table's text, money and yes-or-no
+// fields (rows have lines of their own; the version is no field of its).
+func (fs fields[T]) historyLabels() []historyLabel {
+	var first, rest []historyLabel
+	for _, f := range fs {
+		if f.Kind == kindVersion || f.Kind == kindRows {
+			continue
+		}
+		l := historyLabel{name: f.Name, label: f.Label}
+		if f.History != "" {
+			l.label = f.History
+		}
+		if f.HistoryFirst {
+			first = append(first, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	return append(first, rest...)
+}
+
+// historyLabel is one field as a history entry names it.
+type historyLabel struct{ name, label string }
 
 // byName returns the field of that form key, or nil.
 func (fs fields[T]) byName(name string) *field[T] {

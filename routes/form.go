@@ -41,7 +41,7 @@ func newOrderForm(o *store.Order) *orderForm {
 	f := &orderForm{R: orderResource, New: o == nil, Action: orderResource.Path(), StatusOptions: []store.Status{store.Pending}, ItemsEditable: true}
 	f.fields = orderFields
 	pending, usd := string(store.Pending), "USD"
-	f.values = orderIn{Input: store.Input{Status: &pending, Currency: &usd}}
+	f.values = orderIn{OrderInput: store.OrderInput{Status: &pending, Currency: &usd}}
 	if o != nil {
 		f.ID = o.ID
 		f.Action = orderResource.MemberPath(o.ID)
@@ -61,7 +61,7 @@ func newOrderForm(o *store.Order) *orderForm {
 // of its fields: what an Edit form starts from.
 func orderInput(o *store.Order) orderIn {
 	text := func(s string) *string { return &s }
-	in := orderIn{Input: store.Input{Customer: text(o.Customer), Email: text(o.Email), Status: text(string(o.Status)),
+	in := orderIn{OrderInput: store.OrderInput{Customer: text(o.Customer), Email: text(o.Email), Status: text(string(o.Status)),
 		Currency: text(o.Currency), Notes: text(o.Notes), HasItems: true, Items: make([]store.ItemInput, len(o.Items))}}
 	for i, it := range o.Items {
 		in.Items[i] = store.ItemInput{SKU: it.SKU, Name: it.Name,

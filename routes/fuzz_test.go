@@ -23,7 +23,7 @@ func checkInput(t *testing.T, in orderIn) {
 		}
 	}
 	// Every message the store gives comes back under a row number sent.
-	err := in.requestErrors(&store.Error{Code: store.EINVALID, Fields: store.Validate(nil, in.Input)})
+	err := in.requestErrors(&store.Error{Code: store.EINVALID, Fields: store.Validate(nil, in.OrderInput)})
 	for k := range err.(*store.Error).Fields {
 		if strings.HasPrefix(k, "items[") && k != "items" {
 			var n int

@@ -80,16 +80,9 @@ func (e entryView) Summary() string {
 	return s
 }
 
-// fieldLabels name the fields a history entry lists, for every resource.
-var fieldLabels = map[string]string{
-	"customer": "Customer", "email": "Email", "status": "Status", "currency": "Currency", "notes": "Notes",
-	"sku": "SKU", "name": "Name", "unit_price": "Unit price", "active": "Active",
-}
-
-// historyOrder is the order the fields are listed in.
-var historyOrder = []string{"status", "customer", "email", "sku", "name", "unit_price", "currency", "active", "notes"}
-
-func newEntryView(e store.HistoryEntry) entryView {
+// newEntryView says entry e in lines: the fields in labels, in order, then
+// the item rows.
+func newEntryView(e store.HistoryEntry, labels []historyLabel) entryView {
 	v := entryView{HistoryEntry: e}
 	show := func(x any) string {
 		switch x := x.(type) {
@@ -108,12 +101,12 @@ func newEntryView(e store.HistoryEntry) entryView {
 		}
 		return fmt.Sprint(x)
 	}
-	for _, name := range historyOrder {
-		c, ok := e.Changes[name]
+	for _, l := range labels {
+		c, ok := e.Changes[l.name]
 		if !ok {
 			continue
 		}
-		label := fieldLabels[name]
+		label := l.label
 		if e.Action == store.ActionCreated {
 			// A create sets its values: there is nothing they changed from.
 			v.Lines = append(v.Lines, label+": "+show(c.To))
@@ -142,10 +135,10 @@ func newEntryView(e store.HistoryEntry) entryView {
 	return v
 }
 
-func entryViews(es []store.HistoryEntry) []entryView {
+func entryViews(es []store.HistoryEntry, labels []historyLabel) []entryView {
 	out := make([]entryView, len(es))
 	for i, e := range es {
-		out[i] = newEntryView(e)
+		out[i] = newEntryView(e, labels)
 	}
 	return out
 }
@@ -165,11 +158,11 @@ func (m *members[T, In]) historyPage(c *fiber.Ctx, rp repr) (*response, error) {
 		return nil, err
 	}
 	before := strings.TrimSpace(c.Query("before"))
-	page, err := m.history(c.UserContext(), id, before, store.HistoryPerPage)
+	page, err := m.store.history(c.UserContext(), id, before, store.HistoryPerPage)
 	if err == nil && len(page.Entries) == 0 && before != "" {
 		// Nothing older: the store answers an empty page before any
 		// cursor, so whether the record ever was is asked without one.
-		_, err = m.history(c.UserContext(), id, "", 1)
+		_, err = m.store.history(c.UserContext(), id, "", 1)
 	}
 	if err != nil {
 		if store.ErrorCode(err) == store.EINVALID {
@@ -177,7 +170,7 @@ func (m *members[T, In]) historyPage(c *fiber.Ctx, rp repr) (*response, error) {
 		}
 		return gone(c, rp, m.R, id, err)
 	}
-	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries), Older: before != ""}
+	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries, m.fields.historyLabels()), Older: before != ""}
 	if page.Next != "" {
 		h.Next = m.R.HistoryPath(id) + "?before=" + page.Next
 	}
@@ -220,7 +213,7 @@ func (m *members[T, In]) addNote(c *fiber.Ctx, rp repr) (*response, error) {
 	if in.Note != nil {
 		text = *in.Note
 	}
-	e, err := m.note(c.UserContext(), id, text)
+	e, err := m.store.note(c.UserContext(), id, text)
 	if err != nil {
 		if fields := invalidFields(err); fields != nil {
 			return m.invalidNote(c, rp, id, text, fields["note"], err)
@@ -273,11 +266,11 @@ func (m *members[T, In]) invalidNote(c *fiber.Ctx, rp repr, id int64, text, msg 
 // that is gone (its newest entry says it was deleted, or it has no
 // history and no record) gets no note form.
 func (m *members[T, In]) timeline(c *fiber.Ctx, id int64) (*historyView, error) {
-	page, err := m.history(c.UserContext(), id, "", timelineLength)
+	page, err := m.store.history(c.UserContext(), id, "", timelineLength)
 	if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 		return nil, err
 	}
-	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries), Gone: err != nil ||
+	h := &historyView{R: m.R, ID: id, Entries: entryViews(page.Entries, m.fields.historyLabels()), Gone: err != nil ||
 		(len(page.Entries) > 0 && page.Entries[0].Action == store.ActionDeleted)}
 	if page.Next != "" {
 		h.Next = m.R.HistoryPath(id) + "?before=" + page.Next

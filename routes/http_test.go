@@ -140,7 +140,7 @@ func (a *testApp) fetch(t testing.TB, id int64) orderJSON {
 // count is the number of orders in the store.
 func (a *testApp) count(t testing.TB) int64 {
 	t.Helper()
-	n, err := a.store.Count(t.Context())
+	n, err := a.store.CountOrders(t.Context())
 	if err != nil {
 		t.Fatalf("counting orders: %v", err)
 	}

@@ -128,8 +128,8 @@ var orderListing = &listing{
 
 // parseQuery reads the orders' List query; every malformed value is a 400
 // that says what is allowed.
-func parseQuery(c *fiber.Ctx) (store.Query, error) {
-	q := store.Query{Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
+func parseQuery(c *fiber.Ctx) (store.OrderQuery, error) {
+	q := store.OrderQuery{Status: store.Status(strings.ToLower(strings.TrimSpace(c.Query("status"))))}
 	if q.Status != "" && !q.Status.Valid() {
 		return q, badRequest("status must be one of %s", store.StatusNames())
 	}
@@ -165,9 +165,9 @@ func parseQuery(c *fiber.Ctx) (store.Query, error) {
 }
 
 // parsePaging reads what every List's query has: q, page and per_page,
-// clamped and tidied as store.Query.Normalize does.
-func parsePaging(c *fiber.Ctx) (store.Query, error) {
-	q := store.Query{Q: c.Query("q")}
+// clamped and tidied as store.OrderQuery.Normalize does.
+func parsePaging(c *fiber.Ctx) (store.OrderQuery, error) {
+	q := store.OrderQuery{Q: c.Query("q")}
 	num := func(name string) (int, error) {
 		s := strings.TrimSpace(c.Query(name))
 		if s == "" {
@@ -221,7 +221,7 @@ func sortNames(sorts []store.Sort) string {
 // emptyRange reports whether q's dates leave nothing: to before from. Such
 // a query is answered with an empty page (not a 400): the search form's
 // two date fields can say it while a person is still choosing.
-func emptyRange(q store.Query) bool {
+func emptyRange(q store.OrderQuery) bool {
 	return !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From)
 }
 

@@ -300,7 +300,7 @@ func TestListLowerBound(t *testing.T) {
 			defer wg.Done()
 			name := "Ada Lovelace"
 			for i := w; i < store.MaxCandidates+100; i += 8 {
-				if _, err := st.Create(context.Background(), store.Input{Customer: &name}); err != nil {
+				if _, err := st.CreateOrder(context.Background(), store.OrderInput{Customer: &name}); err != nil {
 					errs <- err
 					return
 				}

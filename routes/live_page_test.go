@@ -57,7 +57,7 @@ func TestPageStreamStartsWhereThePageWasRendered(t *testing.T) {
 				t.Errorf("a stream from 0-0 of an empty store said %s", m)
 			}
 
-			o, err := st.Create(ctx, store.Input{Customer: ptr("Ada")})
+			o, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func TestPageStreamStartsWhereThePageWasRendered(t *testing.T) {
 					if _, err := st.CreateProduct(ctx, store.ProductInput{SKU: ptr("SKU-" + path[1:4] + time.Now().Format("150405.000000")), Name: ptr("Mug"), UnitPrice: ptr("1.00"), Active: ptr(true)}); err != nil {
 						t.Fatal(err)
 					}
-				} else if _, err := st.Update(ctx, o.ID, store.Input{Customer: ptr("Ada " + path)}, 0); err != nil {
+				} else if _, err := st.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Ada " + path)}, 0); err != nil {
 					t.Fatal(err)
 				}
 				s := testutil.OpenSSE(t, l.base, target, nil)

@@ -2,6 +2,8 @@ package routes
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -10,57 +12,74 @@ import (
 )
 
 // members serves the member routes of one resource, the same URIs and
-// methods for every resource: New, Create, Show, Edit, Update and Delete,
-// in every representation, with the same ETags, locking, notices and
-// answers for every resource. A
-// resource gives it its record type T, its input type In, its store
-// functions and a few functions of its own (the form, the page title, the
-// forms for programs); its List is a handler of its own (its query and
-// filters differ), built on newListView.
+// methods for every resource: New,
+// Create, Show, Edit, Update and Delete, in every representation, with
+// the same ETags, locking, notices and answers for every resource. A
+// resource gives it its record type T, its input type In, its field table,
+// and one value that is both its recordStore and its memberPages; its List
+// is a handler of its own (its query and filters differ), built on
+// newListView.
 type members[T, In any] struct {
 	R      *resource
 	fields fields[In]
-	store  memberStore[T, In]
-	// ident returns a stored record's id and version.
-	ident func(*T) (id, version int64)
-	// title is a record's page title: "Order 7 · Ada Lovelace".
-	title func(*T) string
-	// page puts a record (nil: none, the New form) in a view: view.Order,
-	// view.Product.
-	page func(v *view, t *T)
-	// form returns the New form (cur nil) or the Edit form of cur.
-	form func(cur *T) memberForm[In]
-	// inVersion is the version a request's input carries (nil: none).
-	inVersion func(*In) *int64
+	store  recordStore[T, In]
+	pages  memberPages[T, In]
 	// newNav is the navigation entry of the New form ("new": the header's
 	// New order button; the resource's Plural when it has none).
 	newNav string
-	// newJSON and editJSON are the forms for programs: the fields and
-	// their defaults, the record and what may change.
-	newJSON  func() any
-	editJSON func(cur *T) any
-	// conflict compares what the person sent with the stored record: a
-	// 409's yours and theirs (conflict.go).
-	conflict func(cur *T, in In, row bool) *conflictView
-	// createOnce, when set, lets a create carry an Idempotency-Key (the same
-	// key within a day answers the first request's result); fp identifies
-	// the request body.
-	createOnce func(ctx context.Context, key, fp string, in In) (*T, error)
-	// createNotice says in the alert region what a create's 422 cannot
-	// mark on the New form (a field it has no control for); may be nil.
-	createNotice func(errs map[string]string) *notice
-	// history reads a page of a record's history, newest
-	// first, before the entry named by cursor; note adds a note to it.
-	history func(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error)
-	note    func(ctx context.Context, id int64, text string) (*store.HistoryEntry, error)
 }
 
-// memberStore is what members needs of the store for one resource.
-type memberStore[T, In any] struct {
-	get    func(ctx context.Context, id int64) (*T, error)
-	create func(ctx context.Context, in In) (*T, error)
-	update func(ctx context.Context, id int64, in In, ifMatch int64) (*T, error)
-	remove func(ctx context.Context, id, ifMatch, version int64) error
+// newMembers is the member routes of resource r over own, which serves as
+// both its store and its pages.
+func newMembers[T, In any, Own interface {
+	recordStore[T, In]
+	memberPages[T, In]
+}](r *resource, fs fields[In], newNav string, own Own) *members[T, In] {
+	return &members[T, In]{R: r, fields: fs, store: own, pages: own, newNav: newNav}
+}
+
+// recordStore is what members needs of the store for one resource.
+type recordStore[T, In any] interface {
+	get(ctx context.Context, id int64) (*T, error)
+	create(ctx context.Context, in In) (*T, error)
+	update(ctx context.Context, id int64, in In, ifMatch int64) (*T, error)
+	remove(ctx context.Context, id, ifMatch, version int64) error
+	// history reads a page of a record's history, newest
+	// first, before the entry named by cursor; note adds a note to it.
+	history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error)
+	note(ctx context.Context, id int64, text string) (*store.HistoryEntry, error)
+}
+
+// memberPages is what is a resource's own on its member pages and in its
+// answers.
+type memberPages[T, In any] interface {
+	// ident returns a stored record's id and version.
+	ident(*T) (id, version int64)
+	// title is a record's page title: "Order 7 · Ada Lovelace".
+	title(*T) string
+	// form returns the New form (cur nil) or the Edit form of cur.
+	form(cur *T) memberForm[In]
+	// inVersion is the version a request's input carries (nil: none).
+	inVersion(*In) *int64
+	// newJSON and editJSON are the forms for programs: the fields and
+	// their defaults, the record and what may change.
+	newJSON() any
+	editJSON(cur *T) any
+	// conflict compares what the person sent with the stored record: a
+	// 409's yours and theirs (conflict.go).
+	conflict(cur *T, in In, row bool) *conflictView
+}
+
+// onceCreator is a recordStore whose creates may carry an Idempotency-Key
+// (a retry answers the first request's record); fp identifies the request body.
+type onceCreator[T, In any] interface {
+	createOnce(ctx context.Context, key, fp string, in In) (*T, error)
+}
+
+// createNoticer is a resource whose create's 422 says in the alert region
+// what the New form cannot mark (a field it has no control for).
+type createNoticer interface {
+	createNotice(errs map[string]string) *notice
 }
 
 // memberForm is a resource's New or Edit form (or its List row's inline
@@ -81,7 +100,8 @@ type memberForm[In any] interface {
 func (m *members[T, In]) handlers(list handler, views map[string]handler) resourceHandlers {
 	return resourceHandlers{List: list, New: m.newForm, Create: m.create, Show: m.show,
 		Edit: m.editForm, Update: m.update, Delete: m.delete, Views: views,
-		History: m.historyPage, Note: m.addNote}
+		History: m.historyPage, Note: m.addNote,
+		API: m.api(m.R.Listing, slices.Sorted(maps.Keys(views))...)}
 }
 
 // member reads the id from the path and the stored record, for the member
@@ -102,16 +122,14 @@ func (m *members[T, In]) member(c *fiber.Ctx, rp repr) (*T, *response, error) {
 
 // showView is the view of a record's page.
 func (m *members[T, In]) showView(rec *T) *view {
-	v := &view{Title: m.title(rec), Nav: m.R.Plural}
-	m.page(v, rec)
-	return v
+	return &view{Title: m.pages.title(rec), Nav: m.R.Plural, Record: rec}
 }
 
 // pageAfterWrite is the view of a record's page after a write: with its
 // timeline, which the write has just added to.
 func (m *members[T, In]) pageAfterWrite(c *fiber.Ctx, rec *T) (*view, error) {
 	v := m.showView(rec)
-	id, _ := m.ident(rec)
+	id, _ := m.pages.ident(rec)
 	h, err := m.timeline(c, id)
 	if err != nil {
 		return nil, err
@@ -126,7 +144,9 @@ func (m *members[T, In]) formView(f memberForm[In], cur *T, id int64) *view {
 	if cur != nil || id != 0 {
 		v.Title, v.Nav = "Edit "+m.R.Name+" "+strconv.FormatInt(id, 10), m.R.Plural
 	}
-	m.page(v, cur)
+	if cur != nil {
+		v.Record = cur // never a nil *T in the interface
+	}
 	return v
 }
 
@@ -135,7 +155,7 @@ func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
 	if rec == nil {
 		return gone, err
 	}
-	id, version := m.ident(rec)
+	id, version := m.pages.ident(rec)
 	out := &response{Partial: m.R.Partial("show"), View: m.showView(rec), JSON: rec}
 	part := ""
 	if m.R.isRow(c, rp, id) {
@@ -165,10 +185,10 @@ func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
 }
 
 func (m *members[T, In]) newForm(c *fiber.Ctx, rp repr) (*response, error) {
-	f := m.form(nil)
+	f := m.pages.form(nil)
 	f.prefill(c)
 	return &response{Partial: m.R.Partial("form"), CacheControl: noStore,
-		View: m.formView(f, nil, 0), JSON: m.newJSON()}, nil
+		View: m.formView(f, nil, 0), JSON: m.pages.newJSON()}, nil
 }
 
 func (m *members[T, In]) create(c *fiber.Ctx, rp repr) (*response, error) {
@@ -177,14 +197,15 @@ func (m *members[T, In]) create(c *fiber.Ctx, rp repr) (*response, error) {
 		return nil, err
 	}
 	var rec *T
-	if key := c.Get("Idempotency-Key"); key != "" && m.createOnce != nil {
+	once, canOnce := m.store.(onceCreator[T, In])
+	if key := c.Get("Idempotency-Key"); key != "" && canOnce {
 		// A retry with the same key and body answers the first request's
 		// record: safe after a 503 or a lost connection.
 		if !store.ValidIdempotencyKey(key) {
 			return nil, badRequest("Idempotency-Key must be 1 to %d visible ASCII characters", store.MaxIdempotencyKey)
 		}
 		c.Vary("Idempotency-Key")
-		rec, err = m.createOnce(c.UserContext(), key, fingerprint(c), in)
+		rec, err = once.createOnce(c.UserContext(), key, fingerprint(c), in)
 	} else {
 		rec, err = m.store.create(c.UserContext(), in)
 	}
@@ -193,17 +214,17 @@ func (m *members[T, In]) create(c *fiber.Ctx, rp repr) (*response, error) {
 		if fields == nil {
 			return nil, err
 		}
-		f := m.form(nil)
+		f := m.pages.form(nil)
 		f.fill(in)
 		f.setErrors(fields)
 		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: m.R.Partial("form"),
 			View: m.formView(f, nil, 0), Err: err}
-		if m.createNotice != nil {
-			out.Notice = m.createNotice(fields)
+		if cn, ok := m.pages.(createNoticer); ok {
+			out.Notice = cn.createNotice(fields)
 		}
 		return out, nil
 	}
-	id, _ := m.ident(rec)
+	id, _ := m.pages.ident(rec)
 	loc := m.R.MemberPath(id)
 	page := m.showView(rec)
 	if rp == reprFragment {
@@ -221,11 +242,11 @@ func (m *members[T, In]) editForm(c *fiber.Ctx, rp repr) (*response, error) {
 	if rec == nil {
 		return gone, err
 	}
-	id, _ := m.ident(rec)
-	f := m.form(rec)
+	id, _ := m.pages.ident(rec)
+	f := m.pages.form(rec)
 	f.prefill(c)
 	out := &response{Partial: m.R.Partial("form"), CacheControl: noStore,
-		View: m.formView(f, rec, id), JSON: m.editJSON(rec)}
+		View: m.formView(f, rec, id), JSON: m.pages.editJSON(rec)}
 	if m.R.isRow(c, rp, id) {
 		out.Partial = m.R.Partial("row_edit")
 	}
@@ -251,7 +272,7 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		// The form again, with what the person typed and the reason; JSON
 		// answers the error.
 		cur, _ := se.Current.(*T)
-		f := m.form(cur)
+		f := m.pages.form(cur)
 		f.fill(in)
 		out := &response{Status: fiber.StatusUnprocessableEntity, Partial: m.R.Partial("form"), Err: err,
 			View: m.formView(f, cur, id)}
@@ -270,8 +291,8 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		out.Status = fiber.StatusConflict
 		// Saving again keeps mine, deliberately: the diff above the form
 		// lists what that replaces.
-		_, version := m.ident(cur)
-		f.setConflict(m.conflict(cur, in, row), version)
+		_, version := m.pages.ident(cur)
+		f.setConflict(m.pages.conflict(cur, in, row), version)
 		out.Notice = warningNotice(m.R.Named(id) + " was changed by someone else while you edited it. Nothing of yours is saved yet: compare and choose below.")
 		return out, nil
 	}
@@ -290,12 +311,10 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		ReplaceURL: loc}
 	switch {
 	case rp == reprJSON:
-		_, version := m.ident(rec)
+		_, version := m.pages.ident(rec)
 		out.ETag = m.R.etag(id, version, rp, "")
 	case row:
-		v := &view{}
-		m.page(v, rec)
-		out.Partial, out.View, out.ReplaceURL = m.R.Partial("row"), v, ""
+		out.Partial, out.View, out.ReplaceURL = m.R.Partial("row"), &view{Record: rec}, ""
 	}
 	return out, nil
 }
@@ -313,7 +332,7 @@ func (m *members[T, In]) delete(c *fiber.Ctx, rp repr) (*response, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v := m.inVersion(&in); v != nil {
+		if v := m.pages.inVersion(&in); v != nil {
 			version = *v
 		}
 	}

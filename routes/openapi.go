@@ -66,12 +66,10 @@ type apiField struct {
 // api is the description of the resource m serves, whose List is l and
 // whose collection has the other views named.
 func (m *members[T, In]) api(l *listing, views ...string) apiResource {
+	_, idempotent := m.store.(onceCreator[T, In])
 	a := apiResource{R: m.R, Fields: describeFields(m.fields), Record: reflect.TypeFor[T](),
-		Listing: l, Views: slices.Sorted(slices.Values(views)),
-		History: m.history != nil, Idempotent: m.createOnce != nil}
-	if m.newJSON != nil {
-		a.Defaults, _ = m.newJSON().(fiber.Map)
-	}
+		Listing: l, Views: slices.Sorted(slices.Values(views)), History: true, Idempotent: idempotent}
+	a.Defaults, _ = m.pages.newJSON().(fiber.Map)
 	for i, f := range a.Fields {
 		if v, ok := a.Defaults[f.Name]; ok && v != "" && v != nil {
 			a.Fields[i].Required = false // a create without it takes the default

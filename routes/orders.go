@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,31 @@ import (
 
 	"orders/store"
 )
+
+// orderResource is the order resource.
+var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents, Listing: orderListing,
+	Nav: []navEntry{
+		{Key: "orders", Label: "Orders", Description: "The order desk: find, sort, edit and follow every order."},
+		{Key: "inquiry", Label: "Inquiry", View: "inquiry", Description: "Every order with its items; search by name, email, SKU or order number."},
+		{Key: "new", Label: "New order", View: "new", Button: true, Shortcut: "n",
+			Description: "Enter a new order: the customer, the items and their prices."},
+	},
+	describe: func(rec any) string {
+		o := rec.(*store.Order)
+		items := "items"
+		if len(o.Items) == 1 {
+			items = "item"
+		}
+		return fmt.Sprintf("Order %d for %s: %s, %d %s.", o.ID, o.Customer, o.Status, len(o.Items), items)
+	},
+}
+
+func init() {
+	orderResource.serve = func(h *handlers) resourceHandlers {
+		o := &orderHandlers{handlers: h, R: orderResource}
+		return orderMembers(h.store).handlers(o.list, map[string]handler{"inquiry": o.inquiry})
+	}
+}
 
 // orderHandlers serves the order resource's eight endpoints (List, New,
 // Create, Read, Edit, Update, Delete and Inquiry). Each
@@ -34,60 +60,80 @@ type orderHandlers struct {
 // order's own in them: the Idempotency-Key of a create, the forms for
 // programs with the statuses an order may move to, the 409's item diff.
 func orderMembers(s *store.Store) *members[store.Order, orderIn] {
-	return &members[store.Order, orderIn]{
-		R: orderResource, fields: orderFields,
-		store: memberStore[store.Order, orderIn]{get: s.Get,
-			// The store knows items by their position; the answers name
-			// them by the row numbers the request used.
-			create: func(ctx context.Context, in orderIn) (*store.Order, error) {
-				o, err := s.Create(ctx, in.Input)
-				return o, in.requestErrors(err)
-			},
-			update: func(ctx context.Context, id int64, in orderIn, ifMatch int64) (*store.Order, error) {
-				o, err := s.Update(ctx, id, in.Input, ifMatch)
-				return o, in.requestErrors(err)
-			},
-			remove: s.Delete},
-		ident: func(o *store.Order) (int64, int64) { return o.ID, o.Version },
-		title: orderTitle,
-		page:  func(v *view, o *store.Order) { v.Order = o },
-		form: func(cur *store.Order) memberForm[orderIn] {
-			return newOrderForm(cur)
-		},
-		inVersion: func(in *orderIn) *int64 { return in.Version },
-		newNav:    "new",
-		// The creation form for programs: the fields and their defaults.
-		newJSON: func() any {
-			return fiber.Map{
-				"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
-				"items": []store.Item{}, "statuses": []store.Status{store.Pending},
-			}
-		},
-		// The update form for programs: the order and what may change.
-		editJSON: func(o *store.Order) any {
-			return fiber.Map{
-				"order": o, "statuses": append([]store.Status{o.Status}, o.Status.Next()...),
-				"items_editable": o.Status.ItemsEditable(),
-			}
-		},
-		conflict: func(cur *store.Order, in orderIn, row bool) *conflictView { return newConflict(cur, in.Input, row) },
-		history:  s.OrderHistory,
-		note:     s.AddOrderNote,
-		createOnce: func(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
-			o, err := s.CreateOnce(ctx, key, fp, in.Input)
-			return o, in.requestErrors(err)
-		},
-		createNotice: func(fields map[string]string) *notice {
-			if msg := fields["idempotency_key"]; msg != "" {
-				return errorNotice("Idempotency-Key " + msg + ".")
-			}
-			if msg := fields["status"]; msg != "" {
-				// The new form has no status field to mark: say it in the notice.
-				return errorNotice("Status: " + msg + ".")
-			}
-			return nil
-		},
+	return newMembers[store.Order, orderIn](orderResource, orderFields, "new", orderMember{s})
+}
+
+// orderMember is the order's recordStore and memberPages.
+type orderMember struct{ s *store.Store }
+
+func (m orderMember) get(ctx context.Context, id int64) (*store.Order, error) {
+	return m.s.GetOrder(ctx, id)
+}
+
+// The store knows items by their position; the answers name them by the
+// row numbers the request used (requestErrors).
+
+func (m orderMember) create(ctx context.Context, in orderIn) (*store.Order, error) {
+	o, err := m.s.CreateOrder(ctx, in.OrderInput)
+	return o, in.requestErrors(err)
+}
+
+func (m orderMember) createOnce(ctx context.Context, key, fp string, in orderIn) (*store.Order, error) {
+	o, err := m.s.CreateOrderOnce(ctx, key, fp, in.OrderInput)
+	return o, in.requestErrors(err)
+}
+
+func (m orderMember) update(ctx context.Context, id int64, in orderIn, ifMatch int64) (*store.Order, error) {
+	o, err := m.s.UpdateOrder(ctx, id, in.OrderInput, ifMatch)
+	return o, in.requestErrors(err)
+}
+
+func (m orderMember) remove(ctx context.Context, id, ifMatch, version int64) error {
+	return m.s.DeleteOrder(ctx, id, ifMatch, version)
+}
+
+func (m orderMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {
+	return m.s.OrderHistory(ctx, id, cursor, perPage)
+}
+
+func (m orderMember) note(ctx context.Context, id int64, text string) (*store.HistoryEntry, error) {
+	return m.s.AddOrderNote(ctx, id, text)
+}
+
+func (orderMember) ident(o *store.Order) (int64, int64)       { return o.ID, o.Version }
+func (orderMember) title(o *store.Order) string               { return orderTitle(o) }
+func (orderMember) form(cur *store.Order) memberForm[orderIn] { return newOrderForm(cur) }
+func (orderMember) inVersion(in *orderIn) *int64              { return in.Version }
+
+// newJSON is the creation form for programs: the fields and their defaults.
+func (orderMember) newJSON() any {
+	return fiber.Map{
+		"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
+		"items": []store.Item{}, "statuses": []store.Status{store.Pending},
 	}
+}
+
+// editJSON is the update form for programs: the order and what may change.
+func (orderMember) editJSON(o *store.Order) any {
+	return fiber.Map{
+		"order": o, "statuses": append([]store.Status{o.Status}, o.Status.Next()...),
+		"items_editable": o.Status.ItemsEditable(),
+	}
+}
+
+func (orderMember) conflict(cur *store.Order, in orderIn, row bool) *conflictView {
+	return newConflict(cur, in.OrderInput, row)
+}
+
+func (orderMember) createNotice(fields map[string]string) *notice {
+	if msg := fields["idempotency_key"]; msg != "" {
+		return errorNotice("Idempotency-Key " + msg + ".")
+	}
+	if msg := fields["status"]; msg != "" {
+		// The new form has no status field to mark: say it in the notice.
+		return errorNotice("Status: " + msg + ".")
+	}
+	return nil
 }
 
 func (o *orderHandlers) list(c *fiber.Ctx, rp repr) (*response, error) {
@@ -108,15 +154,15 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 	if inquiry {
 		path, name, nav = o.R.ViewPath("inquiry"), "inquiry", "inquiry"
 	}
-	page := store.Page{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}
+	page := store.OrderPage{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}
 	if !emptyRange(q) {
-		if page, err = o.store.List(c.UserContext(), q); err != nil {
+		if page, err = o.store.ListOrders(c.UserContext(), q); err != nil {
 			return nil, err
 		}
 	}
 	var entries any = page.Orders
 	if !inquiry {
-		s := make([]store.Summary, len(page.Orders))
+		s := make([]store.OrderSummary, len(page.Orders))
 		for i := range page.Orders {
 			s[i] = page.Orders[i].Summary()
 		}
@@ -197,7 +243,7 @@ func nullable(s string) any {
 // OrderPage is the data an order's page renders with: for bench/floor,
 // which renders partials/orders/show in the layout without the app.
 func OrderPage(o *store.Order) any {
-	return &view{R: orderResource, Title: orderTitle(o), Nav: orderResource.Plural, Order: o}
+	return &view{R: orderResource, Title: orderTitle(o), Nav: orderResource.Plural, Record: o}
 }
 
 func orderTitle(o *store.Order) string {

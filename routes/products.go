@@ -9,6 +9,7 @@ package routes
 // (resource.go, members.go, list.go, response.go).
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,7 +20,20 @@ import (
 )
 
 // productResource is the product catalogue.
-var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents}
+var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents, Listing: productListing,
+	Nav: []navEntry{{Key: "products", Label: "Products",
+		Description: "The product catalogue: the SKUs, names and prices the order forms offer."}},
+	describe: func(rec any) string {
+		p := rec.(*store.Product)
+		return fmt.Sprintf("Product %s: %s, %s %s.", p.SKU, p.Name, p.UnitPrice, p.Currency)
+	},
+}
+
+func init() {
+	productResource.serve = func(h *handlers) resourceHandlers {
+		return productMembers(h.store).handlers(listProducts(h.store), nil)
+	}
+}
 
 // productFields are a product's fields as requests send them.
 var productFields = fields[store.ProductInput]{
@@ -32,7 +46,7 @@ var productFields = fields[store.ProductInput]{
 	{Name: "currency", Label: "Currency", Max: store.CurrencyLen, Fold: true,
 		UI:   control{Required: true, Size: store.CurrencyLen + 1, Pattern: fmt.Sprintf("[A-Za-z]{%d}", store.CurrencyLen)},
 		text: func(in *store.ProductInput) **string { return &in.Currency }},
-	{Name: "active", Label: "Active: offered in the order forms", Kind: kindBool, UI: control{Type: "checkbox"},
+	{Name: "active", Label: "Active: offered in the order forms", History: "Active", Kind: kindBool, UI: control{Type: "checkbox"},
 		flag: func(in *store.ProductInput) **bool { return &in.Active }},
 	{Name: "version", Kind: kindVersion, version: func(in *store.ProductInput) **int64 { return &in.Version }},
 }
@@ -71,28 +85,51 @@ var productListing = &listing{
 
 // productMembers are the product's member routes.
 func productMembers(s *store.Store) *members[store.Product, store.ProductInput] {
-	return &members[store.Product, store.ProductInput]{
-		R: productResource, fields: productFields,
-		store: memberStore[store.Product, store.ProductInput]{get: s.GetProduct, create: s.CreateProduct,
-			update: s.UpdateProduct, remove: s.DeleteProduct},
-		ident: func(p *store.Product) (int64, int64) { return p.ID, p.Version },
-		title: productTitle,
-		page:  func(v *view, p *store.Product) { v.Product = p },
-		form: func(cur *store.Product) memberForm[store.ProductInput] {
-			return newProductForm(cur)
-		},
-		inVersion: func(in *store.ProductInput) *int64 { return in.Version },
-		newNav:    productResource.Plural,
-		newJSON: func() any {
-			return fiber.Map{"sku": "", "name": "", "unit_price": "0.00", "currency": "USD", "active": true}
-		},
-		editJSON: func(p *store.Product) any { return fiber.Map{"product": p} },
-		history:  s.ProductHistory,
-		note:     s.AddProductNote,
-		conflict: func(cur *store.Product, in store.ProductInput, row bool) *conflictView {
-			return fieldConflict(productResource, productFields, productInput(cur), in, cur.ID, cur.Version, row)
-		},
-	}
+	return newMembers[store.Product, store.ProductInput](productResource, productFields, productResource.Plural, productMember{s})
+}
+
+// productMember is the product's recordStore and memberPages.
+type productMember struct{ s *store.Store }
+
+func (m productMember) get(ctx context.Context, id int64) (*store.Product, error) {
+	return m.s.GetProduct(ctx, id)
+}
+
+func (m productMember) create(ctx context.Context, in store.ProductInput) (*store.Product, error) {
+	return m.s.CreateProduct(ctx, in)
+}
+
+func (m productMember) update(ctx context.Context, id int64, in store.ProductInput, ifMatch int64) (*store.Product, error) {
+	return m.s.UpdateProduct(ctx, id, in, ifMatch)
+}
+
+func (m productMember) remove(ctx context.Context, id, ifMatch, version int64) error {
+	return m.s.DeleteProduct(ctx, id, ifMatch, version)
+}
+
+func (m productMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {
+	return m.s.ProductHistory(ctx, id, cursor, perPage)
+}
+
+func (m productMember) note(ctx context.Context, id int64, text string) (*store.HistoryEntry, error) {
+	return m.s.AddProductNote(ctx, id, text)
+}
+
+func (productMember) ident(p *store.Product) (int64, int64) { return p.ID, p.Version }
+func (productMember) title(p *store.Product) string         { return productTitle(p) }
+func (productMember) form(cur *store.Product) memberForm[store.ProductInput] {
+	return newProductForm(cur)
+}
+func (productMember) inVersion(in *store.ProductInput) *int64 { return in.Version }
+
+func (productMember) newJSON() any {
+	return fiber.Map{"sku": "", "name": "", "unit_price": "0.00", "currency": "USD", "active": true}
+}
+
+func (productMember) editJSON(p *store.Product) any { return fiber.Map{"product": p} }
+
+func (productMember) conflict(cur *store.Product, in store.ProductInput, row bool) *conflictView {
+	return fieldConflict(productResource, productFields, productInput(cur), in, cur.ID, cur.Version, row)
 }
 
 func productTitle(p *store.Product) string {

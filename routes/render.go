@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -122,9 +123,10 @@ type view struct {
 	Notice *notice // a message for the live regions (notice.go)
 
 	// ID is the member a fragment is about when none is stored (row_gone).
-	ID      int64
-	Order   *store.Order
-	Product *store.Product
+	ID int64
+	// Record is the member a page or fragment shows (a *store.Order, a
+	// *store.Product): nil on the New form and on collection pages.
+	Record any
 	// Form is the resource's form (*orderForm, *productForm).
 	Form  any
 	List  *listView
@@ -151,11 +153,29 @@ func (v *view) DocTitle() string {
 	return v.Title + " · Orders"
 }
 
-// Row gives a List row the view a single-row fragment gets.
-func (v *view) Row(o store.Order) *view { return &view{R: v.R, Order: &o} }
+// Row gives a List row (a record, as the page's Rows hold it) the view a
+// single-row fragment gets: the record by its address, as a member's
+// page has it.
+func (v *view) Row(rec any) *view {
+	p := reflect.New(reflect.TypeOf(rec))
+	p.Elem().Set(reflect.ValueOf(rec))
+	return &view{R: v.R, Record: p.Interface()}
+}
 
-// ProductRow gives a product List row the view a single-row fragment gets.
-func (v *view) ProductRow(p store.Product) *view { return &view{R: v.R, Product: &p} }
+// Description is the page's meta description: what the record shows, or
+// what the navigation entry the page is under offers (the first
+// resource's collection when none).
+func (v *view) Description() string {
+	if v.Record != nil && v.R != nil && v.R.describe != nil {
+		return v.R.describe(v.Record)
+	}
+	for _, e := range navEntries() {
+		if e.Key == v.Nav && e.Description != "" {
+			return e.Description
+		}
+	}
+	return navEntries()[0].Description
+}
 
 // Ids of the layout's elements, for every resource: the main element,
 // where a page-sized htmx swap goes, and the two live regions of notices

@@ -73,15 +73,57 @@ type resource struct {
 	ETagPrefix string
 	// Feed names its event stream in the store (store.OrderEvents).
 	Feed string
+	// Nav are its entries in the site's navigation, in order (links first,
+	// then buttons, over every resource).
+	Nav []navEntry
+	// describe is the meta description of a record's page (rec is the
+	// view's Record).
+	describe func(rec any) string
+	// Listing is its List's sorts, columns and filters.
+	Listing *listing
+	// serve makes its handlers: the members, its List and its views. Set
+	// by the resource's file (its handlers refer to the resource).
+	serve func(h *handlers) resourceHandlers
 }
 
-// orderResource is the order resource: the collection, its New form, each
-// order and its Edit form, and the Inquiry view of the collection.
-var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents}
-
 // resources are the resources the application serves, the first the one
-// "/" leads to.
+// "/" leads to: the one registration list. Routes, live-event streams,
+// the navigation and the meta descriptions walk it.
 var resources = []*resource{orderResource, productResource}
+
+// navEntry is one entry of the site's navigation.
+type navEntry struct {
+	// Key is the view's Nav that marks the entry current.
+	Key, Label string
+	// View is the collection's view it leads to ("": the collection,
+	// "new": the New form); Href is its path, which navEntries sets.
+	View, Href string
+	// Description is the meta description of the pages under it.
+	Description string
+	// Button draws it as a button after the links; Shortcut is its
+	// keyboard shortcut (data-shortcut).
+	Button   bool
+	Shortcut string
+}
+
+// navEntries is the navigation: every resource's entries, links first.
+func navEntries() []navEntry {
+	var links, buttons []navEntry
+	for _, r := range resources {
+		for _, e := range r.Nav {
+			e.Href = r.Path()
+			if e.View != "" {
+				e.Href = r.ViewPath(e.View)
+			}
+			if e.Button {
+				buttons = append(buttons, e)
+			} else {
+				links = append(links, e)
+			}
+		}
+	}
+	return append(links, buttons...)
+}
 
 // resourceOf is the resource whose paths path lies under (the first when
 // none): an error page's way back.
@@ -245,6 +287,8 @@ type resourceHandlers struct {
 	List, New, Create, Show, Edit, Update, Delete handler
 	// History and Note serve path/<id>/history: GET and POST (a note).
 	History, Note handler
+	// API is what the OpenAPI description says of the resource.
+	API apiResource
 	// Views are more representations of the collection, each at path/<name>.
 	Views map[string]handler
 }

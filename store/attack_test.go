@@ -114,13 +114,13 @@ func TestAttackHotRecord(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; time.Now().Before(stop); i++ {
-				in := store.Input{Customer: ptr(fmt.Sprintf("Hot W%d N%d", w, i))}
+				in := store.OrderInput{Customer: ptr(fmt.Sprintf("Hot W%d N%d", w, i))}
 				if i%2 == 1 {
-					in = store.Input{Notes: ptr(fmt.Sprintf("note W%d N%d", w, i))}
+					in = store.OrderInput{Notes: ptr(fmt.Sprintf("note W%d N%d", w, i))}
 				}
 				rq, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 				t0 := time.Now()
-				got, err := app.Update(rq, o.ID, in, 0)
+				got, err := app.UpdateOrder(rq, o.ID, in, 0)
 				cancel()
 				if d := time.Since(t0).Milliseconds(); d > slowest.Load() {
 					slowest.Store(d)
@@ -172,7 +172,7 @@ func TestAttackHotRecord(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("whole %v after the last write", time.Since(last).Round(time.Millisecond))
-	cur, err := f.s.Get(ctx, o.ID)
+	cur, err := f.s.GetOrder(ctx, o.ID)
 	if err != nil || cur.Version < maxAck.Load() {
 		t.Errorf("order after the run: %+v, %v; want version ≥ %d", cur, err, maxAck.Load())
 	}
@@ -376,10 +376,10 @@ func TestAttackSkewedIntentTakenOverBeforeWatch(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	for i, in := range []store.Input{{Customer: ptr("Charlie Renamed")}, {Status: ptr("confirmed")}} {
+	for i, in := range []store.OrderInput{{Customer: ptr("Charlie Renamed")}, {Status: ptr("confirmed")}} {
 		h.beforeWatch.Store(&waitTakeover)
 		h.failSettle.Store(true)
-		_, err := w.Update(ctx, o.ID, in, 0)
+		_, err := w.UpdateOrder(ctx, o.ID, in, 0)
 		h.failSettle.Store(false)
 		if err != nil {
 			t.Fatalf("write %d: %v", i, err)
@@ -388,7 +388,7 @@ func TestAttackSkewedIntentTakenOverBeforeWatch(t *testing.T) {
 	t.Logf("the reconciler took over %d of the 2 intents before the writer's WATCH", takenOver.Load())
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
-	if p := f.list(t, store.Query{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search charlie/confirmed 5 s after the acknowledged writes: total %d, want 1", p.Total)
 	}
 }
@@ -419,7 +419,7 @@ func TestAttackRepairTakesOverFreshIntent(t *testing.T) {
 	}
 	h.beforeWatch.Store(&repair)
 	h.dieAfterExec.Store(true)
-	if _, err := w.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0); err != nil {
+	if _, err := w.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0); err != nil {
 		t.Fatalf("update: %v", err)
 	}
 	if settled.Load() != 1 {
@@ -427,7 +427,7 @@ func TestAttackRepairTakesOverFreshIntent(t *testing.T) {
 	}
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 2}, nil)
-	if p := f.list(t, store.Query{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search charlie/confirmed 5 s after the acknowledged write: total %d, want 1", p.Total)
 	}
 }
@@ -446,14 +446,14 @@ func TestAttackWriterClockAheadIntentSettledWithin5s(t *testing.T) {
 	w, h := takeoverWriter(t, f, addrs, -10*time.Second)
 	o := f.create(t, "Bravo Original")
 	h.failSettle.Store(true)
-	_, err := w.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0)
+	_, err := w.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0)
 	h.failSettle.Store(false)
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 2}, nil)
-	if p := f.list(t, store.Query{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "charlie", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search charlie/confirmed 5 s after the acknowledged write: total %d, want 1", p.Total)
 	}
 	if n, _ := tg.Client.HLen(ctx, f.prefix+"ix:intents").Result(); n != 0 {
@@ -477,17 +477,17 @@ func TestAttackSettleOfALaterStateFails(t *testing.T) {
 	go f.s.Reconcile(rctx, 0)
 	w, h := takeoverWriter(t, f, addrs, 0)
 	o := f.create(t, "Bravo Original")
-	later := func() { f.update(t, o.ID, store.Input{Customer: ptr("Delta Later"), Status: ptr("confirmed")}) }
-	third := func() { f.update(t, o.ID, store.Input{Customer: ptr("Echo Third")}) }
+	later := func() { f.update(t, o.ID, store.OrderInput{Customer: ptr("Delta Later"), Status: ptr("confirmed")}) }
+	third := func() { f.update(t, o.ID, store.OrderInput{Customer: ptr("Echo Third")}) }
 	h.afterExec.Store(&later)
 	h.beforeSettle.Store(&third)
-	_, err := w.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed")}, 0)
+	_, err := w.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Charlie Renamed")}, 0)
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 4}, nil)
-	if p := f.list(t, store.Query{Q: "echo", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "echo", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search echo/confirmed 5 s after the writes: total %d, want 1", p.Total)
 	}
 }
@@ -515,10 +515,10 @@ func TestAttackIntentTakenOverMidSettle(t *testing.T) {
 			t.Errorf("repair: %v", err)
 		}
 		settled.Add(int64(r.Intents))
-		f.update(t, o.ID, store.Input{Customer: ptr("Delta Later")})
+		f.update(t, o.ID, store.OrderInput{Customer: ptr("Delta Later")})
 	}
 	h.beforeSettle.Store(&repairThenWrite)
-	_, err := w.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0)
+	_, err := w.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0)
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
@@ -527,7 +527,7 @@ func TestAttackIntentTakenOverMidSettle(t *testing.T) {
 	}
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
-	if p := f.list(t, store.Query{Q: "delta", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "delta", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search delta/confirmed 5 s after the writes: total %d, want 1", p.Total)
 	}
 }
@@ -561,13 +561,13 @@ func TestAttackReconcilerSettleBesideItsWriter(t *testing.T) {
 		if err := <-written; err != nil {
 			t.Errorf("writer: %v", err)
 		}
-		if _, err := f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Delta Later")}, 0); err != nil {
+		if _, err := f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Delta Later")}, 0); err != nil {
 			t.Errorf("later write: %v", err)
 		}
 	}
 	rh.beforeSettle.Store(&writerThenLater)
 	go func() {
-		_, err := w.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0)
+		_, err := w.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Charlie Renamed"), Status: ptr("confirmed")}, 0)
 		written <- err
 	}()
 	<-committed
@@ -581,7 +581,7 @@ func TestAttackReconcilerSettleBesideItsWriter(t *testing.T) {
 	}
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 3}, nil)
-	if p := f.list(t, store.Query{Q: "delta", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "delta", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search delta/confirmed 5 s after the writes: total %d, want 1", p.Total)
 	}
 }
@@ -686,7 +686,7 @@ func TestAttackRepairCutShortBesideADelete(t *testing.T) {
 			o := f.create(t, "Ada Lovelace")
 			f.create(t, "Grace Hopper")
 			must(t, tg.Client.ZRem(ctx, f.prefix+"ix:{id}:pending", strconv.FormatInt(o.ID, 10)).Err())
-			h := &deleteDuringSettle{del: func() error { return f.s.Delete(ctx, o.ID, 0, 0) }}
+			h := &deleteDuringSettle{del: func() error { return f.s.DeleteOrder(ctx, o.ID, 0, 0) }}
 			h.armed.Store(true)
 			var c redis.UniversalClient
 			if tg.Cluster {
@@ -754,9 +754,15 @@ func TestAttackLateExecIsFenced(t *testing.T) {
 	w := store.New(hookedCluster(t, addrs, se), store.Options{Prefix: f.prefix, Cluster: true})
 	a, b := f.create(t, "Late Rename"), f.create(t, "Late Delete")
 	for i, op := range []func() error{
-		func() error { _, err := w.Update(ctx, a.ID, store.Input{Customer: ptr("Renamed Late")}, 0); return err },
-		func() error { _, err := w.Update(ctx, a.ID, store.Input{Status: ptr("confirmed")}, 0); return err },
-		func() error { return w.Delete(ctx, b.ID, 0, 0) },
+		func() error {
+			_, err := w.UpdateOrder(ctx, a.ID, store.OrderInput{Customer: ptr("Renamed Late")}, 0)
+			return err
+		},
+		func() error {
+			_, err := w.UpdateOrder(ctx, a.ID, store.OrderInput{Status: ptr("confirmed")}, 0)
+			return err
+		},
+		func() error { return w.DeleteOrder(ctx, b.ID, 0, 0) },
 	} {
 		se.armed.Store(true)
 		se.failSettle.Store(true)
@@ -771,11 +777,11 @@ func TestAttackLateExecIsFenced(t *testing.T) {
 	}
 	last := time.Now()
 	testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{a.ID: 1}, map[int64]bool{b.ID: true})
-	got, _ := f.s.Get(ctx, a.ID)
+	got, _ := f.s.GetOrder(ctx, a.ID)
 	if got == nil || got.Customer != "Renamed Late" || got.Status != store.Confirmed {
 		t.Errorf("order after the late writes: %+v", got)
 	}
-	if p := f.list(t, store.Query{Q: "renamed", Status: store.Confirmed}); p.Total != 1 {
+	if p := f.list(t, store.OrderQuery{Q: "renamed", Status: store.Confirmed}); p.Total != 1 {
 		t.Errorf("search renamed/confirmed: total %d, want 1", p.Total)
 	}
 }
@@ -816,14 +822,14 @@ func TestAttackIdempotentConcurrentRetries(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
 			ctx := context.Background()
-			in := store.Input{Customer: ptr("Ada Lovelace")}
+			in := store.OrderInput{Customer: ptr("Ada Lovelace")}
 			got := make([]int64, 20)
 			var wg sync.WaitGroup
 			for i := range got {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					o, err := f.s.CreateOnce(ctx, "same-key", "fp", in)
+					o, err := f.s.CreateOrderOnce(ctx, "same-key", "fp", in)
 					if err != nil {
 						t.Errorf("try %d: %v", i, err)
 						return
@@ -837,13 +843,13 @@ func TestAttackIdempotentConcurrentRetries(t *testing.T) {
 					t.Errorf("try %d answered order %d, try 0 order %d", i, id, got[0])
 				}
 			}
-			if n, _ := f.s.Count(ctx); n != 1 {
+			if n, _ := f.s.CountOrders(ctx); n != 1 {
 				t.Errorf("%d orders stored, want 1", n)
 			}
-			if _, err := f.s.CreateOnce(ctx, "same-key", "fp2", in); store.ErrorCode(err) != store.EINVALID {
+			if _, err := f.s.CreateOrderOnce(ctx, "same-key", "fp2", in); store.ErrorCode(err) != store.EINVALID {
 				t.Errorf("same key, another body: %v, want invalid", err)
 			}
-			if p := f.list(t, store.Query{}); p.Total != 1 {
+			if p := f.list(t, store.OrderQuery{}); p.Total != 1 {
 				t.Errorf("listed %d, want 1", p.Total)
 			}
 		})
@@ -859,7 +865,7 @@ func TestAttackNoOpPut(t *testing.T) {
 		return f.create(t, "Zoé Ådahl", withItems(
 			store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"},
 			store.ItemInput{Name: "Tee shirt", Quantity: "1", UnitPrice: "10"},
-		), func(in *store.Input) {
+		), func(in *store.OrderInput) {
 			in.Email, in.Notes, in.Currency = ptr("zoe@example.com"), ptr("line one\nline two"), ptr("EUR")
 		})
 	}
@@ -868,27 +874,27 @@ func TestAttackNoOpPut(t *testing.T) {
 	tee := store.ItemInput{Name: "Tee shirt", Quantity: "1", UnitPrice: "10"}
 	for _, c := range []struct {
 		name string
-		in   store.Input
+		in   store.OrderInput
 		bump bool
 	}{
-		{"spaces around every text", store.Input{Customer: ptr("  Zoé Ådahl \t"), Email: ptr(" zoe@example.com "), Notes: ptr("\nline one\nline two  ")}, false},
-		{"decomposed customer (NFD)", store.Input{Customer: ptr("Zoe\u0301 A\u030adahl")}, false},
-		{"currency lower case", store.Input{Currency: ptr(" eur ")}, false},
-		{"status upper case", store.Input{Status: ptr(" PENDING ")}, false},
-		{"items, other spellings of the same numbers", store.Input{HasItems: true, Items: its(
+		{"spaces around every text", store.OrderInput{Customer: ptr("  Zoé Ådahl \t"), Email: ptr(" zoe@example.com "), Notes: ptr("\nline one\nline two  ")}, false},
+		{"decomposed customer (NFD)", store.OrderInput{Customer: ptr("Zoe\u0301 A\u030adahl")}, false},
+		{"currency lower case", store.OrderInput{Currency: ptr(" eur ")}, false},
+		{"status upper case", store.OrderInput{Status: ptr(" PENDING ")}, false},
+		{"items, other spellings of the same numbers", store.OrderInput{HasItems: true, Items: its(
 			store.ItemInput{SKU: " MUG-1 ", Name: " Mug ", Quantity: "02", UnitPrice: "3.5"},
 			store.ItemInput{Name: "Tee shirt", Quantity: "1", UnitPrice: "10.00"})}, false},
-		{"items in another order", store.Input{HasItems: true, Items: its(tee, mug)}, true},
-		{"customer case", store.Input{Customer: ptr("zoé ådahl")}, true},
-		{"email case", store.Input{Email: ptr("Zoe@example.com")}, true},
-		{"notes CRLF", store.Input{Notes: ptr("line one\r\nline two")}, true},
-		{"item name case", store.Input{HasItems: true, Items: its(store.ItemInput{SKU: "MUG-1", Name: "mug", Quantity: "2", UnitPrice: "3.50"}, tee)}, true},
-		{"price by a cent", store.Input{HasItems: true, Items: its(store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.51"}, tee)}, true},
-		{"email cleared", store.Input{Email: ptr("")}, true},
-		{"currency", store.Input{Currency: ptr("USD")}, true},
+		{"items in another order", store.OrderInput{HasItems: true, Items: its(tee, mug)}, true},
+		{"customer case", store.OrderInput{Customer: ptr("zoé ådahl")}, true},
+		{"email case", store.OrderInput{Email: ptr("Zoe@example.com")}, true},
+		{"notes CRLF", store.OrderInput{Notes: ptr("line one\r\nline two")}, true},
+		{"item name case", store.OrderInput{HasItems: true, Items: its(store.ItemInput{SKU: "MUG-1", Name: "mug", Quantity: "2", UnitPrice: "3.50"}, tee)}, true},
+		{"price by a cent", store.OrderInput{HasItems: true, Items: its(store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.51"}, tee)}, true},
+		{"email cleared", store.OrderInput{Email: ptr("")}, true},
+		{"currency", store.OrderInput{Currency: ptr("USD")}, true},
 	} {
 		o := base()
-		got, err := f.s.Update(ctx, o.ID, c.in, 0)
+		got, err := f.s.UpdateOrder(ctx, o.ID, c.in, 0)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -919,11 +925,11 @@ func TestAttackABA(t *testing.T) {
 					defer wg.Done()
 					names := []string{"Alpha", "Beta", "alpha", "ALPHA "}
 					for i := 0; time.Now().Before(stop); i++ {
-						in := store.Input{Customer: ptr(names[(w+i)%len(names)])}
+						in := store.OrderInput{Customer: ptr(names[(w+i)%len(names)])}
 						if w == 0 && i == 50 {
 							in.Status = ptr("confirmed")
 						}
-						if _, err := f.s.Update(context.Background(), o.ID, in, 0); err == nil {
+						if _, err := f.s.UpdateOrder(context.Background(), o.ID, in, 0); err == nil {
 							acks.Add(1)
 						}
 					}
@@ -932,13 +938,13 @@ func TestAttackABA(t *testing.T) {
 			wg.Wait()
 			last := time.Now()
 			r := testutil.CheckWhole(t, f.s, 5*time.Second-time.Since(last), map[int64]int64{o.ID: 1}, nil)
-			cur, _ := f.s.Get(context.Background(), o.ID)
+			cur, _ := f.s.GetOrder(context.Background(), o.ID)
 			for _, q := range []string{"alpha", "beta"} {
 				want := int64(0)
 				if strings.HasPrefix(strings.ToLower(cur.Customer), q) {
 					want = 1
 				}
-				if p := f.list(t, store.Query{Q: q}); p.Total != want || int64(len(p.Orders)) != want {
+				if p := f.list(t, store.OrderQuery{Q: q}); p.Total != want || int64(len(p.Orders)) != want {
 					t.Errorf("search %q with the order called %q: total %d, %d listed; want %d", q, cur.Customer, p.Total, len(p.Orders), want)
 				}
 			}
@@ -970,13 +976,13 @@ func TestAttackHotRecordVersioned(t *testing.T) {
 			defer wg.Done()
 			for i := 0; time.Now().Before(stop); i++ {
 				rq, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-				cur, err := app.Get(rq, o.ID)
+				cur, err := app.GetOrder(rq, o.ID)
 				if err != nil {
 					cancel()
 					continue
 				}
 				note := fmt.Sprintf("W%d N%d", w, i)
-				_, err = app.Update(rq, o.ID, store.Input{Notes: ptr(note), Version: ptr(cur.Version)}, 0)
+				_, err = app.UpdateOrder(rq, o.ID, store.OrderInput{Notes: ptr(note), Version: ptr(cur.Version)}, 0)
 				cancel()
 				switch store.ErrorCode(err) {
 				case store.ECONFLICT:
@@ -998,7 +1004,7 @@ func TestAttackHotRecordVersioned(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got, err := f.s.Get(ctx, o.ID)
+	got, err := f.s.GetOrder(ctx, o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1065,7 +1071,7 @@ func TestAttackIntentTakenOverBeforeWatch(t *testing.T) {
 	st.watchDelay.Store(int64(2500 * time.Millisecond))
 	st.failSettle.Store(true)
 	start := time.Now()
-	got, err := writer.Update(ctx, o.ID, store.Input{Customer: ptr("Charlie Renamed")}, 0)
+	got, err := writer.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Charlie Renamed")}, 0)
 	st.failSettle.Store(false)
 	if err != nil {
 		t.Fatalf("update: %v", err)
@@ -1079,7 +1085,7 @@ func TestAttackIntentTakenOverBeforeWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := f.list(t, store.Query{Q: "charlie"})
+	p := f.list(t, store.OrderQuery{Q: "charlie"})
 	if r.Problems() != 0 || p.Total != 1 {
 		t.Errorf("5 s after an acknowledged rename: %v; intents left %d; search \"charlie\" total %d (want 1)", r, n, p.Total)
 	}
@@ -1138,14 +1144,14 @@ func TestAttackNoOpPutOnShippedOrder(t *testing.T) {
 	f := fresh(t, tg)
 	ctx := context.Background()
 	o := f.create(t, "Ada Lovelace", withItems(store.ItemInput{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"}))
-	o = f.update(t, o.ID, store.Input{Status: ptr("confirmed")})
-	o = f.update(t, o.ID, store.Input{Status: ptr("shipped")})
-	same := store.Input{
+	o = f.update(t, o.ID, store.OrderInput{Status: ptr("confirmed")})
+	o = f.update(t, o.ID, store.OrderInput{Status: ptr("shipped")})
+	same := store.OrderInput{
 		Customer: ptr(o.Customer), Email: ptr(o.Email), Status: ptr(string(o.Status)), Currency: ptr(o.Currency),
 		Notes: ptr(o.Notes), HasItems: true, Version: ptr(o.Version),
 		Items: []store.ItemInput{{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"}},
 	}
-	got, err := f.s.Update(ctx, o.ID, same, 0)
+	got, err := f.s.UpdateOrder(ctx, o.ID, same, 0)
 	if err != nil || got.Version != o.Version {
 		t.Errorf("PUT of the unchanged shipped order: %+v, %v; want version %d kept", got, err, o.Version)
 	}
@@ -1178,16 +1184,16 @@ func TestAttackIdempotentRetryAfterDelete(t *testing.T) {
 	h := &setXXFails{}
 	mr.AddHook(h)
 	st := store.New(mr, store.Options{})
-	in := store.Input{Customer: ptr("Ada Lovelace")}
+	in := store.OrderInput{Customer: ptr("Ada Lovelace")}
 	h.n.Store(1)
-	o, err := st.CreateOnce(ctx, "k-1", "fp", in)
+	o, err := st.CreateOrderOnce(ctx, "k-1", "fp", in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Delete(ctx, o.ID, 0, 0); err != nil {
+	if err := st.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	again, err := st.CreateOnce(ctx, "k-1", "fp", in)
+	again, err := st.CreateOrderOnce(ctx, "k-1", "fp", in)
 	if store.ErrorCode(err) != store.ENOTFOUND {
 		t.Errorf("retry after the order was deleted: got %+v, %v; want not found (the delete undone otherwise)", again, err)
 	}
@@ -1206,17 +1212,17 @@ func TestAttackIdempotentRetryAfterCounterWentBack(t *testing.T) {
 	fe := &failExec{}
 	mr.AddHook(fe)
 	st := store.New(mr, store.Options{})
-	ada := store.Input{Customer: ptr("Ada Lovelace")}
+	ada := store.OrderInput{Customer: ptr("Ada Lovelace")}
 	fe.n.Store(1)
-	if _, err := st.CreateOnce(ctx, "k-1", "fp", ada); store.ErrorCode(err) != store.EUNAVAILABLE {
+	if _, err := st.CreateOrderOnce(ctx, "k-1", "fp", ada); store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Fatalf("first try: %v", err)
 	}
 	must(t, mr.Set(ctx, "seq", "0", 0).Err())
-	alan, err := st.Create(ctx, store.Input{Customer: ptr("Alan Turing")})
+	alan, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr("Alan Turing")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := st.CreateOnce(ctx, "k-1", "fp", ada)
+	o, err := st.CreateOrderOnce(ctx, "k-1", "fp", ada)
 	if err != nil || o.Customer != "Ada Lovelace" {
 		t.Errorf("retry of Ada's create: got %+v, %v (Alan's order is %d); want Ada's order", o, err, alan.ID)
 	}
@@ -1230,7 +1236,7 @@ func TestAttackCreateOverwritesDamagedRecord(t *testing.T) {
 	tg := testutil.Miniredis(t)
 	st := store.New(tg.Client, store.Options{})
 	must(t, tg.Client.HSet(ctx, "o:{1}", "v", "7", "s", "c", "ca", "1", "ua", "1", "0", "1 500 SKU Lamp").Err()) // no customer: damaged
-	o, err := st.Create(ctx, store.Input{Customer: ptr("Ada")})
+	o, err := st.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada")})
 	if err != nil {
 		t.Fatal(err)
 	}

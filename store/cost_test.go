@@ -50,7 +50,7 @@ var costPages = []costPage{
 // terms, nothing) with and without a status and a date range, and the
 // product list's sorts, filters and searches. Dates are relative to now,
 // as the seed's orders are (created over the past year).
-func costQueries(now time.Time) (orders []store.Query, products []store.ProductQuery) {
+func costQueries(now time.Time) (orders []store.OrderQuery, products []store.ProductQuery) {
 	day := now.UTC().Truncate(24 * time.Hour)
 	dates := []struct{ from, to time.Time }{
 		{},
@@ -65,16 +65,16 @@ func costQueries(now time.Time) (orders []store.Query, products []store.ProductQ
 	for _, sort := range store.Sorts {
 		for _, st := range []store.Status{"", store.Shipped} {
 			for _, d := range dates {
-				orders = append(orders, store.Query{Sort: sort, Status: st, From: d.from, To: d.to})
+				orders = append(orders, store.OrderQuery{Sort: sort, Status: st, From: d.from, To: d.to})
 			}
 		}
 	}
 	for _, q := range []string{"ada", "a", "kbd", "grace.hopper@example.com", "12345", "ada lovelace", "ada tee kbd", "tee m", "zzz"} {
 		for _, st := range []store.Status{"", store.Shipped} {
 			for _, d := range dates[:2] {
-				orders = append(orders, store.Query{Q: q, Status: st, From: d.from, To: d.to})
+				orders = append(orders, store.OrderQuery{Q: q, Status: st, From: d.from, To: d.to})
 			}
-			orders = append(orders, store.Query{Q: q, Status: st, From: dates[5].from, To: dates[5].to})
+			orders = append(orders, store.OrderQuery{Q: q, Status: st, From: dates[5].from, To: dates[5].to})
 		}
 	}
 	for _, sort := range store.ProductSorts {
@@ -90,7 +90,7 @@ func costQueries(now time.Time) (orders []store.Query, products []store.ProductQ
 	return orders, products
 }
 
-func orderShapeName(q store.Query) string {
+func orderShapeName(q store.OrderQuery) string {
 	var parts []string
 	if q.Q != "" {
 		parts = append(parts, "q="+q.Q)
@@ -177,7 +177,7 @@ func runShapes(t *testing.T, s *store.Store, now time.Time, before func(), after
 			defer cancel()
 			q := q
 			q.Page, q.PerPage = page, store.MaxPerPage
-			p, err := s.List(ctx, q)
+			p, err := s.ListOrders(ctx, q)
 			return p.Total, err
 		})
 	}

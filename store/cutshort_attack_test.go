@@ -66,21 +66,21 @@ func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
 				rctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				go s.Reconcile(rctx, 0)
-				o, err := s.Create(ctx, store.Input{Customer: ptr("Ada Lovelace")})
+				o, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
 				must(t, err)
-				_, err = s.Create(ctx, store.Input{Customer: ptr("Grace Hopper")})
+				_, err = s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Grace Hopper")})
 				must(t, err)
 				// One missing entry, so that Repair settles the order.
 				must(t, tg.Client.ZRem(ctx, tg.Prefix+"ix:{id}:pending", strconv.FormatInt(o.ID, 10)).Err())
 
-				h := &deleteDuringSettle{die: true, del: func() error { return s.Delete(ctx, o.ID, 0, 0) }}
+				h := &deleteDuringSettle{die: true, del: func() error { return s.DeleteOrder(ctx, o.ID, 0, 0) }}
 				live, deleted := map[int64]int64{}, map[int64]bool{o.ID: true}
 				if change == "confirm" {
 					// A status change instead: the entries Repair writes are
 					// then stale (the order is in "pending" sets while it is
 					// confirmed), which no reader ever removes.
 					h.del = func() error {
-						_, err := s.Update(ctx, o.ID, store.Input{Status: ptr("confirmed")}, 0)
+						_, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Status: ptr("confirmed")}, 0)
 						return err
 					}
 					live, deleted = map[int64]int64{o.ID: 2}, nil
@@ -97,7 +97,7 @@ func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
 					// A page of pending orders meets the stale entry and skips
 					// its order; nothing removes the entry.
 					for range 2 {
-						p, err := s.List(ctx, store.Query{Status: store.Pending})
+						p, err := s.ListOrders(ctx, store.OrderQuery{Status: store.Pending})
 						must(t, err)
 						time.Sleep(100 * time.Millisecond)
 						if p.Total != 1 {
@@ -154,34 +154,34 @@ func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
 			s := store.New(tg.Client, store.Options{Prefix: tg.Prefix})
-			alan, err := s.Create(ctx, store.Input{Customer: ptr("Alan Turing")})
+			alan, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Alan Turing")})
 			must(t, err)
 			// The claim a first request made for the id the counter handed
 			// out again (it failed before writing its order).
 			claim := idemKeyOf(tg.Prefix, "k-1")
 			must(t, tg.Client.Set(ctx, claim, "fp "+strconv.FormatInt(alan.ID, 10)+" p", store.IdempotencyTTL).Err())
 
-			ada := store.Input{Customer: ptr("Ada Lovelace")}
+			ada := store.OrderInput{Customer: ptr("Ada Lovelace")}
 			var first *store.Order
 			var firstErr error
 			// Just before B's HGETALL of the claimed order (CreateOnce's read).
 			h := &beforeCmd{name: "hgetall", key: tg.Prefix + "o:{" + strconv.FormatInt(alan.ID, 10) + "}"}
-			h.fn = func() { first, firstErr = s.CreateOnce(ctx, "k-1", "fp", ada) }
+			h.fn = func() { first, firstErr = s.CreateOrderOnce(ctx, "k-1", "fp", ada) }
 			h.armed.Store(true)
 			b := store.New(cutShortClient(t, tg, h), store.Options{Prefix: tg.Prefix})
-			second, err := b.CreateOnce(ctx, "k-1", "fp", ada)
+			second, err := b.CreateOrderOnce(ctx, "k-1", "fp", ada)
 			if h.armed.Load() {
 				t.Fatal("the side-by-side request never ran")
 			}
 			if firstErr != nil || err != nil {
 				t.Fatalf("requests: %v; %v", firstErr, err)
 			}
-			third, err := s.CreateOnce(ctx, "k-1", "fp", ada)
+			third, err := s.CreateOrderOnce(ctx, "k-1", "fp", ada)
 			must(t, err)
 			if first.ID != second.ID || third.ID != first.ID {
 				t.Errorf("one Idempotency-Key answered orders %d, %d and then %d (Alan's is %d); want one order", first.ID, second.ID, third.ID, alan.ID)
 			}
-			if n, _ := s.Count(ctx); n != 2 {
+			if n, _ := s.CountOrders(ctx); n != 2 {
 				t.Errorf("%d orders stored, want 2 (Alan's and one Ada's)", n)
 			}
 		})
@@ -209,17 +209,17 @@ func TestCutShortClusterEventAfterItsDelete(t *testing.T) {
 			h.fn = func() {
 				// The order exists (its transaction and settle are done): the
 				// other instance lists it and deletes it.
-				p, err := s.List(ctx, store.Query{})
+				p, err := s.ListOrders(ctx, store.OrderQuery{})
 				if err != nil || len(p.Orders) != 1 {
 					delErr = err
 					return
 				}
 				id = p.Orders[0].ID
-				delErr = s.Delete(ctx, id, 0, 0)
+				delErr = s.DeleteOrder(ctx, id, 0, 0)
 			}
 			h.armed.Store(true)
 			w := store.New(cutShortClient(t, tg, h), store.Options{Prefix: tg.Prefix, Cluster: true})
-			o, err := w.Create(ctx, store.Input{Customer: ptr("Ada Lovelace")})
+			o, err := w.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
 			must(t, err)
 			if h.armed.Load() || delErr != nil || id != o.ID {
 				t.Fatalf("the delete before the create's event: armed %v, id %d, %v", h.armed.Load(), id, delErr)
@@ -256,20 +256,20 @@ func TestCutShortTwoKeysOneBody(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
 			s := store.New(tg.Client, store.Options{Prefix: tg.Prefix})
-			ada := store.Input{Customer: ptr("Ada Lovelace")}
-			first, err := s.CreateOnce(ctx, "k-1", "fp", ada)
+			ada := store.OrderInput{Customer: ptr("Ada Lovelace")}
+			first, err := s.CreateOrderOnce(ctx, "k-1", "fp", ada)
 			must(t, err)
 			must(t, tg.Client.Set(ctx, tg.Prefix+"seq", strconv.FormatInt(first.ID-1, 10), 0).Err())
-			second, err := s.CreateOnce(ctx, "k-2", "fp", ada)
+			second, err := s.CreateOrderOnce(ctx, "k-2", "fp", ada)
 			must(t, err)
 			if second.ID == first.ID {
 				t.Errorf("the second key answered the first key's order %d; want an order of its own", first.ID)
 			}
-			again, err := s.CreateOnce(ctx, "k-1", "fp", ada)
+			again, err := s.CreateOrderOnce(ctx, "k-1", "fp", ada)
 			if err != nil || again.ID != first.ID {
 				t.Errorf("the first key again: %+v, %v; want its order %d", again, err, first.ID)
 			}
-			if n, _ := s.Count(ctx); n != 2 {
+			if n, _ := s.CountOrders(ctx); n != 2 {
 				t.Errorf("%d orders stored, want 2", n)
 			}
 		})

@@ -77,7 +77,7 @@ func entryLess(a, b sortEntry) bool {
 
 // datedSorted answers a created-date range with a sort other than created
 // (see above).
-func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep func(*Order) bool, out *Page) error {
+func (s *Store) datedSorted(ctx context.Context, q OrderQuery, offset int64, keep func(*Order) bool, out *OrderPage) error {
 	sts := Statuses
 	if q.Status != "" {
 		sts = []Status{q.Status}
@@ -172,7 +172,7 @@ func (s *Store) datedSorted(ctx context.Context, q Query, offset int64, keep fun
 }
 
 // loadPage reads the orders of a page of q's sort index's members.
-func (s *Store) loadPage(ctx context.Context, q Query, members []string, keep func(*Order) bool, out *Page) error {
+func (s *Store) loadPage(ctx context.Context, q OrderQuery, members []string, keep func(*Order) bool, out *OrderPage) error {
 	lex := q.Sort.Field() == "customer"
 	var lexMembers []string
 	if lex {
@@ -190,7 +190,7 @@ func (s *Store) loadPage(ctx context.Context, q Query, members []string, keep fu
 // all statuses one ZRANK and four ZCOUNTs), then the sort's own page that
 // holds the range's page and the excluded orders within it, less those.
 // It reports false when that page would be longer than sortCmd entries.
-func (s *Store) sortedBesides(ctx context.Context, q Query, spans []createdSpan, offset, count int64) ([]string, bool, error) {
+func (s *Store) sortedBesides(ctx context.Context, q OrderQuery, spans []createdSpan, offset, count int64) ([]string, bool, error) {
 	ex, err := s.spanEntries(ctx, q, spans)
 	if err != nil {
 		return nil, false, err
@@ -290,7 +290,7 @@ type createdSpan struct {
 // sortRange reads every order of a small created range (spans) with its
 // sort key, sorts them as the sort's index would, and returns the page's
 // members of that index.
-func (s *Store) sortRange(ctx context.Context, q Query, spans []createdSpan, offset int64) ([]string, error) {
+func (s *Store) sortRange(ctx context.Context, q OrderQuery, spans []createdSpan, offset int64) ([]string, error) {
 	entries, err := s.spanEntries(ctx, q, spans)
 	if err != nil {
 		return nil, err
@@ -307,7 +307,7 @@ func (s *Store) sortRange(ctx context.Context, q Query, spans []createdSpan, off
 // spanEntries reads the orders of spans of the created sets with their
 // place in q's sort, sorted as the sort orders them. Two or three rounds
 // of pipelined commands, none reading more than sortCmd entries.
-func (s *Store) spanEntries(ctx context.Context, q Query, spans []createdSpan) ([]sortEntry, error) {
+func (s *Store) spanEntries(ctx context.Context, q OrderQuery, spans []createdSpan) ([]sortEntry, error) {
 	type chunk struct {
 		st  Status
 		ids *redis.StringSliceCmd
@@ -415,7 +415,7 @@ type sortWalker struct {
 // the end nearer the page, merged, and kept when their order's created
 // score is in [lo, hi]. It reads at most bound entries, and reports false
 // (with no page) when the page lies further than that.
-func (s *Store) walkSorted(ctx context.Context, q Query, sts []Status, lo, hi float64, offset, total, bound int64) ([]string, bool, error) {
+func (s *Store) walkSorted(ctx context.Context, q OrderQuery, sts []Status, lo, hi float64, offset, total, bound int64) ([]string, bool, error) {
 	count := min(int64(q.PerPage), total-offset)
 	asc := !q.Sort.Desc()
 	flip := offset*2 > total
@@ -584,7 +584,7 @@ func (s *Store) walkStep(ctx context.Context, ws []*sortWalker, asc bool, lo, hi
 
 // tooFar is the refusal of a dated page too far into its sort to find
 // within MaxSortedWalk entries.
-func tooFar(q Query) error {
+func tooFar(q OrderQuery) error {
 	by := map[string]string{"customer": "customer", "updated": "last update", "total": "total"}[q.Sort.Field()]
 	return Errorf(EBROAD, "page %d of the orders created in these dates, sorted by %s, is too far into that sort to find: "+
 		"narrow the dates (from, to) to at most %s orders, choose a status, sort by created date, or ask for a page nearer the start or the end",

@@ -38,15 +38,15 @@ func TestDatedSortsAgreeWithTheOracle(t *testing.T) {
 					}
 					for _, st := range []store.Status{"", store.Pending, store.Delivered} {
 						for _, r := range ranges {
-							q := store.Query{Sort: sort, Status: st, From: mid.AddDate(0, 0, r[0]), To: mid.AddDate(0, 0, r[1])}
+							q := store.OrderQuery{Sort: sort, Status: st, From: mid.AddDate(0, 0, r[0]), To: mid.AddDate(0, 0, r[1])}
 							checkDated(t, f, q, oracleSorted(all, q))
 						}
 						// Everything: no filter at all.
-						q := store.Query{Sort: sort, Status: st, From: first.AddDate(-1, 0, 0), To: last.AddDate(0, 0, 1)}
+						q := store.OrderQuery{Sort: sort, Status: st, From: first.AddDate(-1, 0, 0), To: last.AddDate(0, 0, 1)}
 						checkDated(t, f, q, oracleSorted(all, q))
 						// All but a few: the sort's own pages, less the orders
 						// left out, wherever they fall.
-						for _, q := range []store.Query{
+						for _, q := range []store.OrderQuery{
 							{Sort: sort, Status: st, From: first.AddDate(0, 0, 1)},
 							{Sort: sort, Status: st, From: first.AddDate(0, 0, 20)},
 							{Sort: sort, Status: st, To: last.AddDate(0, 0, -20)},
@@ -62,7 +62,7 @@ func TestDatedSortsAgreeWithTheOracle(t *testing.T) {
 
 // checkDated compares pages of q with want: all pages joined at two page
 // sizes, and single orders near the start, the middle and the end.
-func checkDated(t *testing.T, f *fixture, q store.Query, want []int64) {
+func checkDated(t *testing.T, f *fixture, q store.OrderQuery, want []int64) {
 	t.Helper()
 	what := func() string {
 		return strings.Join([]string{"sort=" + string(q.Sort), "status=" + string(q.Status), "from=" + q.From.Format("2006-01-02"), "to=" + q.To.Format("2006-01-02")}, " ")
@@ -104,7 +104,7 @@ func TestSearchCandidatesMergeInChunks(t *testing.T) {
 			all := seeded(t, f, n, rand.New(rand.NewPCG(10, 11)))
 			store.SetSortLimits(t, 30, 1_000_000, 16)
 			mid := all[n/2].CreatedAt
-			for _, q := range []store.Query{
+			for _, q := range []store.OrderQuery{
 				{Q: "tee m"}, {Q: "a t"}, {Q: "kbd ada"}, {Q: "grace.hopper@example.com"}, {Q: "t", From: mid.AddDate(0, -2, 0)},
 				{Q: "tee m", Status: store.Delivered}, {Q: "m", Status: store.Pending, From: mid, To: mid.AddDate(0, 1, 0)},
 			} {
@@ -128,7 +128,7 @@ func TestDatedSortRefusesAPageTooFarToFind(t *testing.T) {
 			// A range of more than 20 orders is walked, 60 entries at most.
 			store.SetSortLimits(t, 20, 60, 16)
 			mid := all[n/2].CreatedAt
-			q := store.Query{Sort: store.SortTotalDesc, From: mid.AddDate(0, -1, 0), To: mid.AddDate(0, 1, 0), PerPage: 1}
+			q := store.OrderQuery{Sort: store.SortTotalDesc, From: mid.AddDate(0, -1, 0), To: mid.AddDate(0, 1, 0), PerPage: 1}
 			want := oracleSorted(all, q)
 			if len(want) < 60 {
 				t.Fatalf("the range holds %d orders: too few to be far", len(want))
@@ -140,11 +140,11 @@ func TestDatedSortRefusesAPageTooFarToFind(t *testing.T) {
 				}
 			}
 			q.Page = len(want) / 2
-			_, err := f.s.List(context.Background(), q)
+			_, err := f.s.ListOrders(context.Background(), q)
 			if store.ErrorCode(err) != store.EBROAD || !strings.Contains(err.Error(), "narrow the dates") {
 				t.Errorf("the middle page of %d: %v, want EBROAD saying to narrow the dates", len(want), err)
 			}
-			narrow := store.Query{Sort: store.SortTotalDesc, From: mid, To: mid.AddDate(0, 0, 3), PerPage: 1}
+			narrow := store.OrderQuery{Sort: store.SortTotalDesc, From: mid, To: mid.AddDate(0, 0, 3), PerPage: 1}
 			checkDated(t, f, narrow, oracleSorted(all, narrow))
 		})
 	}

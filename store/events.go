@@ -48,12 +48,6 @@ import (
 // what a client that reconnects can be given again.
 const EventsKept = 10000
 
-// The resources' event streams, as Feed names them.
-const (
-	OrderEvents   = "o"
-	ProductEvents = "p"
-)
-
 // Event is one event of a stream: Action is created, updated or deleted
 // (reset: the reader missed events and must read again what it shows),
 // Cursor its place in the stream (opaque to clients, Last-Event-ID: the
@@ -190,15 +184,13 @@ func (k *kind[T]) publishState(ctx context.Context, s *Store, id int64, h map[st
 	return queueEvent(ctx, s.rdb, k.eventsKey(s), ActionDeleted, data).Err()
 }
 
-// eventsKey is the stream of a Feed name.
+// eventsKey is the stream of a Feed name: the name of a registered kind.
 func (s *Store) eventsKey(name string) (string, bool) {
-	switch name {
-	case OrderEvents:
-		return orders.eventsKey(s), true
-	case ProductEvents:
-		return productKind.eventsKey(s), true
+	k, ok := kinds[name]
+	if !ok {
+		return "", false
 	}
-	return "", false
+	return k.eventsKey(s), true
 }
 
 // cursor is a place in a stream: an entry's id, "<ms>-<seq>", as numbers

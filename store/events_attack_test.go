@@ -157,7 +157,7 @@ func TestFeedUnderConcurrentWritersAndSubscribers(t *testing.T) {
 			}
 			var shared []int64
 			for i := range 3 {
-				o, err := stores[i%2].Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Shared ", i))})
+				o, err := stores[i%2].CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Shared ", i))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,7 +172,7 @@ func TestFeedUnderConcurrentWritersAndSubscribers(t *testing.T) {
 					defer wg.Done()
 					rnd := rand.New(rand.NewPCG(uint64(w), 7))
 					st := func() *store.Store { return stores[rnd.IntN(2)] }
-					own, err := st().Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Writer ", w))})
+					own, err := st().CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Writer ", w))})
 					if err != nil {
 						t.Errorf("writer %d: Create: %v", w, err)
 						return
@@ -183,7 +183,7 @@ func TestFeedUnderConcurrentWritersAndSubscribers(t *testing.T) {
 						if i%2 == 1 {
 							id = shared[rnd.IntN(len(shared))]
 						}
-						o, err := st().Update(ctx, id, store.Input{Notes: ptr(fmt.Sprintf("w%d i%d", w, i))}, 0)
+						o, err := st().UpdateOrder(ctx, id, store.OrderInput{Notes: ptr(fmt.Sprintf("w%d i%d", w, i))}, 0)
 						var se *store.Error
 						if errors.As(err, &se) && se.Code == store.EUNAVAILABLE {
 							continue // too many writers at once: not acknowledged
@@ -194,7 +194,7 @@ func TestFeedUnderConcurrentWritersAndSubscribers(t *testing.T) {
 						}
 						acked(ack{id: o.ID, version: o.Version})
 					}
-					if err := st().Delete(ctx, own.ID, 0, 0); err != nil {
+					if err := st().DeleteOrder(ctx, own.ID, 0, 0); err != nil {
 						t.Errorf("writer %d: Delete(%d): %v", w, own.ID, err)
 						return
 					}
@@ -648,7 +648,7 @@ func followWhileCreating(t *testing.T, s *store.Store) (sub *store.Subscription,
 		go func() {
 			defer wg.Done()
 			for i := 0; !done.Load(); i++ {
-				if o, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprintf("Writer %d-%d", w, i))}); err == nil {
+				if o, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprintf("Writer %d-%d", w, i))}); err == nil {
 					mu.Lock()
 					acked = append(acked, o.ID)
 					mu.Unlock()

@@ -81,19 +81,19 @@ func TestEventsOfEveryWrite(t *testing.T) {
 
 			a := f.create(t, "Ada")
 			b := f.create(t, "Bea")
-			f.update(t, a.ID, store.Input{Customer: ptr("Ada Lovelace")})
-			f.update(t, a.ID, store.Input{Customer: ptr("Ada Lovelace")}) // no change
-			if _, err := f.s.Update(ctx, a.ID, store.Input{Customer: ptr("Stale")}, 1); err == nil {
+			f.update(t, a.ID, store.OrderInput{Customer: ptr("Ada Lovelace")})
+			f.update(t, a.ID, store.OrderInput{Customer: ptr("Ada Lovelace")}) // no change
+			if _, err := f.s.UpdateOrder(ctx, a.ID, store.OrderInput{Customer: ptr("Stale")}, 1); err == nil {
 				t.Fatal("a stale update was taken")
 			}
-			if _, err := f.s.Update(ctx, a.ID, store.Input{Status: ptr("nonsense")}, 0); err == nil {
+			if _, err := f.s.UpdateOrder(ctx, a.ID, store.OrderInput{Status: ptr("nonsense")}, 0); err == nil {
 				t.Fatal("a bad status was taken")
 			}
 			if _, err := f.s.AddOrderNote(ctx, a.ID, "a note"); err != nil {
 				t.Fatal(err)
 			}
-			f.update(t, a.ID, store.Input{Status: ptr("confirmed")})
-			if err := f.s.Delete(ctx, b.ID, 0, 0); err != nil {
+			f.update(t, a.ID, store.OrderInput{Status: ptr("confirmed")})
+			if err := f.s.DeleteOrder(ctx, b.ID, 0, 0); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{
@@ -267,7 +267,7 @@ func TestEventsAfterALostPublish(t *testing.T) {
 	}
 	// A delete whose event is lost: the reconciler tells it from the history.
 	failXAdd.Store(1)
-	if err := f.s.Delete(ctx, o.ID, 0, 0); err != nil {
+	if err := f.s.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	if d, w := describe(t, next(t, sub)), fmt.Sprintf("deleted %d v1", o.ID); d != w {
@@ -383,7 +383,7 @@ func TestReplayResetsACursorRedisForgot(t *testing.T) {
 			f.create(t, "Kept 2")
 			snap := snapshotStream(t, tg.Client, key)
 			a := f.create(t, "Lost 1")
-			f.update(t, a.ID, store.Input{Customer: ptr("Lost 1, renamed")})
+			f.update(t, a.ID, store.OrderInput{Customer: ptr("Lost 1, renamed")})
 			f.create(t, "Lost 2")
 			before := testutil.Events(t, feed, "0-0")
 			if len(before) != 5 {

@@ -44,8 +44,8 @@ var codeKind = &kind[CodeRecord]{
 		}
 		return &CodeRecord{ID: id, Code: h["c"], Version: v}, true
 	},
-	encode:  func(r *CodeRecord) []any { return []any{"c", r.Code, "v", r.Version} },
-	version: func(r *CodeRecord) int64 { return r.Version },
+	encode: func(r *CodeRecord) []any { return []any{"c", r.Code, "v", r.Version} },
+	meta:   func(r *CodeRecord) recordMeta { return recordMeta{ID: &r.ID, Version: &r.Version} },
 	entries: func(s *Store, r *CodeRecord) []ixEntry {
 		return []ixEntry{{Key: s.prefix + "tcx:{tc}:id", Member: strconv.FormatInt(r.ID, 10), Score: float64(r.ID)}}
 	},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,32 +24,19 @@ import (
 // layout mark is back, and then repairs the indexes in the background
 // while it serves.
 
-// idCounters are the id counters, one per kind of record.
-const (
-	orderCounter = iota
-	productCounter
-	numCounters
-)
-
-// counterKey names the key of id counter c.
-func (s *Store) counterKey(c int) string {
-	if c == productCounter {
-		return s.prefix + "seq:{p}"
-	}
-	return s.seqKey()
-}
-
-var counterNames = [numCounters]string{"order", "product"}
+// maxKinds bounds the registered kinds: each has an id counter, numbered
+// in the order the kinds register (register).
+const maxKinds = 8
 
 // forgetting is what an instance knows that Redis must not have forgotten.
 type forgetting struct {
-	highest    [numCounters]atomic.Int64 // highest id handed out, read or counted
-	sawLayout  atomic.Bool               // this layout's mark was seen in Redis
-	unsafe     atomic.Bool               // the counters are not yet past every known id
-	recovering atomic.Bool               // a recovery (its repair included) is running
-	detected   atomic.Int64              // times Redis was found to have forgotten
-	noticed    atomic.Pointer[string]    // forgetting a create saw, for the watcher
-	mu         sync.Mutex                // one recovery at a time
+	highest    [maxKinds]atomic.Int64 // highest id handed out, read or counted
+	sawLayout  atomic.Bool            // this layout's mark was seen in Redis
+	unsafe     atomic.Bool            // the counters are not yet past every known id
+	recovering atomic.Bool            // a recovery (its repair included) is running
+	detected   atomic.Int64           // times Redis was found to have forgotten
+	noticed    atomic.Pointer[string] // forgetting a create saw, for the watcher
+	mu         sync.Mutex             // one recovery at a time
 }
 
 // ForgettingState is what an instance saw of Redis forgetting writes.
@@ -101,7 +87,7 @@ return {n, 0}
 // them anyway, and the watcher's next check recovers.
 func (s *Store) nextID(ctx context.Context, c int) (int64, error) {
 	floor := s.forgot.highest[c].Load()
-	v, err := nextIDScript.Run(ctx, s.rdb, []string{s.counterKey(c)}, floor).Int64Slice()
+	v, err := nextIDScript.Run(ctx, s.rdb, []string{registry[c].counterKey(s)}, floor).Int64Slice()
 	if err != nil {
 		return 0, err
 	}
@@ -110,7 +96,7 @@ func (s *Store) nextID(ctx context.Context, c int) (int64, error) {
 	}
 	s.sawID(c, v[0])
 	if v[1] != 0 {
-		what := fmt.Sprintf("the %s id counter was at %d, below id %d this instance had seen", counterNames[c], v[1]-1, floor)
+		what := fmt.Sprintf("the %s id counter was at %d, below id %d this instance had seen", registry[c].nounOf(), v[1]-1, floor)
 		s.forgot.noticed.CompareAndSwap(nil, &what)
 	}
 	return v[0], nil
@@ -169,11 +155,11 @@ func (s *Store) checkForgetting(ctx context.Context) string {
 		}
 		what += fmt.Sprintf("the layout mark is %q, was %q", layout, Layout)
 	}
-	for c := range numCounters {
+	for c, k := range registry {
 		// Read before the counter: an id drawn between the two reads
 		// raises both.
 		known := s.forgot.highest[c].Load()
-		v, err := s.rdb.Get(ctx, s.counterKey(c)).Int64()
+		v, err := s.rdb.Get(ctx, k.counterKey(s)).Int64()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return what
 		}
@@ -181,7 +167,7 @@ func (s *Store) checkForgetting(ctx context.Context) string {
 			if what != "" {
 				what += "; "
 			}
-			what += fmt.Sprintf("the %s id counter is at %d, below id %d this instance had seen", counterNames[c], v, known)
+			what += fmt.Sprintf("the %s id counter is at %d, below id %d this instance had seen", k.nounOf(), v, known)
 		} else {
 			s.sawID(c, v)
 		}
@@ -299,8 +285,12 @@ func (s *Store) recoverFromForgetting(ctx context.Context, what string) {
 	f.detected.Add(1)
 	f.recovering.Store(true)
 	f.unsafe.Store(true)
+	attrs := []any{"seen", what}
+	for c, k := range registry {
+		attrs = append(attrs, "highest_"+k.nounOf()+"_id", f.highest[c].Load())
+	}
 	s.log.Error("Redis forgot writes it had acknowledged (wiped, restored from a backup, or failed over to a replica that lagged); moving the id counters past every id in use and repairing the indexes",
-		"seen", what, "highest_order_id", f.highest[orderCounter].Load(), "highest_product_id", f.highest[productCounter].Load())
+		attrs...)
 	for ctx.Err() == nil {
 		err := s.raiseCounters(ctx)
 		if err == nil {
@@ -328,25 +318,17 @@ func (s *Store) recoverFromForgetting(ctx context.Context, what string) {
 }
 
 // raiseCounters moves each id counter to at least the highest id this
-// instance knows of; the order counter also past the newest order in the
-// created indexes.
+// instance knows of, and past the newest record its kind's indexes name
+// (kind.newest).
 func (s *Store) raiseCounters(ctx context.Context) error {
-	for c := range numCounters {
+	for c, k := range registry {
 		floor := s.forgot.highest[c].Load()
-		if c == orderCounter {
-			for _, st := range Statuses {
-				top, err := s.rdb.ZRevRange(ctx, s.idIndex(st), 0, 0).Result()
-				if err != nil {
-					return err
-				}
-				for _, m := range top {
-					if id, err := strconv.ParseInt(m, 10, 64); err == nil && id > floor {
-						floor = id
-					}
-				}
-			}
+		newest, err := k.newestID(ctx, s)
+		if err != nil {
+			return err
 		}
-		if err := raiseCounterScript.Run(ctx, s.rdb, []string{s.counterKey(c)}, floor).Err(); err != nil {
+		floor = max(floor, newest)
+		if err := raiseCounterScript.Run(ctx, s.rdb, []string{k.counterKey(s)}, floor).Err(); err != nil {
 			return err
 		}
 		s.sawID(c, floor)

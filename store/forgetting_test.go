@@ -81,9 +81,9 @@ func TestForgottenWritesNeverReuseAnId(t *testing.T) {
 				if strings.HasSuffix(who, "1") || strings.HasSuffix(who, "3") {
 					// Creates with an Idempotency-Key draw their ids too.
 					k := strconv.FormatInt(keys.Add(1), 10)
-					got, err = s.CreateOnce(ctx, "key-"+k, "fp-"+k, store.Input{Customer: ptr(who)})
+					got, err = s.CreateOrderOnce(ctx, "key-"+k, "fp-"+k, store.OrderInput{Customer: ptr(who)})
 				} else {
-					got, err = s.Create(ctx, store.Input{Customer: ptr(who)})
+					got, err = s.CreateOrder(ctx, store.OrderInput{Customer: ptr(who)})
 				}
 				if err != nil {
 					return // Redis restarting: a 503, nothing acknowledged
@@ -167,7 +167,7 @@ func TestForgottenWritesNeverReuseAnId(t *testing.T) {
 			if q.ID <= p.ID {
 				t.Errorf("a product created after the recovery got id %d; %d was handed out before", q.ID, p.ID)
 			}
-			page, err := s.List(ctx, store.Query{Page: 1, PerPage: 10})
+			page, err := s.ListOrders(ctx, store.OrderQuery{Page: 1, PerPage: 10})
 			must(t, err)
 			t.Logf("%s: %d ids acknowledged, %d orders listed after the recovery, %+v", how, len(given), page.Total, s.Forgetting())
 		})
@@ -196,7 +196,7 @@ func TestNotReadyUntilTheCountersArePastTheIdsInUse(t *testing.T) {
 	}
 	var last int64
 	for range 5 {
-		got, err := s.Create(ctx, store.Input{Customer: ptr("Ada Lovelace")})
+		got, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
 		must(t, err)
 		last = got.ID
 	}
@@ -211,7 +211,7 @@ func TestNotReadyUntilTheCountersArePastTheIdsInUse(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	wantCode(t, "Ready while the counters cannot be moved", s.Ready(ctx), store.EUNAVAILABLE)
-	if got, err := s.Create(ctx, store.Input{Customer: ptr("Grace Hopper")}); err == nil {
+	if got, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Grace Hopper")}); err == nil {
 		t.Errorf("a create while the counters cannot be moved got id %d", got.ID)
 	}
 	must(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
@@ -221,7 +221,7 @@ func TestNotReadyUntilTheCountersArePastTheIdsInUse(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	got, err := s.Create(ctx, store.Input{Customer: ptr("Katherine Johnson")})
+	got, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Katherine Johnson")})
 	must(t, err)
 	if got.ID <= last {
 		t.Errorf("the first create once ready got id %d; %d was handed out before the wipe", got.ID, last)

@@ -42,25 +42,25 @@ func TestAFullRedisIsAnOutage(t *testing.T) {
 		}
 	}
 	s := store.New(c, store.Options{})
-	ada, err := s.Create(ctx, store.Input{Customer: ptr("Ada Lovelace")})
+	ada, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
 	must(t, err)
 
 	must(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
-	if _, err := s.Create(ctx, store.Input{Customer: ptr("Grace Hopper")}); store.ErrorCode(err) != store.EUNAVAILABLE {
+	if _, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Grace Hopper")}); store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Errorf("a create while Redis is full: %v (code %v), want EUNAVAILABLE", err, store.ErrorCode(err))
 	}
-	if _, err := s.Update(ctx, ada.ID, store.Input{Status: ptr("confirmed")}, 0); store.ErrorCode(err) != store.EUNAVAILABLE {
+	if _, err := s.UpdateOrder(ctx, ada.ID, store.OrderInput{Status: ptr("confirmed")}, 0); store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Errorf("an update while Redis is full: %v (code %v), want EUNAVAILABLE", err, store.ErrorCode(err))
 	}
 	if _, err := s.AddOrderNote(ctx, ada.ID, "Called"); store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Errorf("a note while Redis is full: %v (code %v), want EUNAVAILABLE", err, store.ErrorCode(err))
 	}
-	if got, err := s.Get(ctx, ada.ID); err != nil || got.Version != 1 {
+	if got, err := s.GetOrder(ctx, ada.ID); err != nil || got.Version != 1 {
 		t.Errorf("reading while Redis is full: %+v, %v; want version 1, unchanged", got, err)
 	}
 
 	must(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
-	got, err := s.Update(ctx, ada.ID, store.Input{Status: ptr("confirmed")}, 0)
+	got, err := s.UpdateOrder(ctx, ada.ID, store.OrderInput{Status: ptr("confirmed")}, 0)
 	if err != nil || got.Version != 2 {
 		t.Fatalf("an update once Redis takes writes again: %+v, %v", got, err)
 	}

@@ -203,9 +203,7 @@ func changeEntry[T any](ctx context.Context, k *kind[T], before, after *T, at ti
 	default:
 		e.Action, e.Version = ActionUpdated, k.version(after)
 	}
-	if k.diff != nil {
-		e.Changes, e.Items = k.diff(before, after)
-	}
+	e.Changes, e.Items = diffRecord(k, before, after)
 	return e
 }
 
@@ -232,25 +230,30 @@ func (c fieldChanges) orNil() map[string]FieldChange {
 	return c
 }
 
-// orderDiff is what a change did to an order: its fields, and its items
-// paired as the conflict view pairs them (the same item, then the same
-// SKU, then the same name).
-func orderDiff(before, after *Order) (map[string]FieldChange, *ItemChanges) {
+// diffRecord is what a change did to a record: its fields (k.fields), and
+// its item rows paired as the conflict view pairs them (the same item,
+// then the same SKU, then the same name). A delete says neither.
+func diffRecord[T any](k *kind[T], before, after *T) (map[string]FieldChange, *ItemChanges) {
 	if after == nil {
 		return nil, nil
 	}
 	c := fieldChanges{}
-	b := before
-	created := b == nil
-	if created {
-		b = &Order{}
+	created := before == nil
+	for _, f := range k.fields {
+		var from any
+		if !created {
+			from = f.value(before)
+		}
+		c.add(f.name, from, f.value(after), created)
 	}
-	c.add("customer", b.Customer, after.Customer, created)
-	c.add("email", b.Email, after.Email, created)
-	c.add("status", string(b.Status), string(after.Status), created)
-	c.add("currency", b.Currency, after.Currency, created)
-	c.add("notes", b.Notes, after.Notes, created)
-	items := diffItems(b.Items, after.Items)
+	var items *ItemChanges
+	if k.rows != nil {
+		var was []Item
+		if !created {
+			was = k.rows(before)
+		}
+		items = diffItems(was, k.rows(after))
+	}
 	return c.orNil(), items
 }
 
@@ -312,30 +315,6 @@ func diffItems(before, after []Item) *ItemChanges {
 		return nil
 	}
 	return ch
-}
-
-// productDiff is what a change did to a product's fields.
-func productDiff(before, after *Product) (map[string]FieldChange, *ItemChanges) {
-	if after == nil {
-		return nil, nil
-	}
-	c := fieldChanges{}
-	b := before
-	created := b == nil
-	if created {
-		b = &Product{}
-	}
-	c.add("sku", b.SKU, after.SKU, created)
-	c.add("name", b.Name, after.Name, created)
-	c.add("unit_price", b.UnitPrice.String(), after.UnitPrice.String(), created)
-	c.add("currency", b.Currency, after.Currency, created)
-	if created || b.Active != after.Active {
-		c["active"] = FieldChange{To: after.Active}
-		if !created {
-			c["active"] = FieldChange{From: b.Active, To: after.Active}
-		}
-	}
-	return c.orNil(), nil
 }
 
 // history reads a page of the history of the record at key, newest first,
@@ -433,10 +412,11 @@ func (s *Store) addNote(ctx context.Context, key, versionField, note string) (*H
 	return nil, &Error{Code: EUNAVAILABLE, Message: "too many people are changing this record at once; try again in a moment"}
 }
 
-// historyOf reads a page of the history of record id of kind k; a record
-// that is neither stored nor has a history (deleted over 30 days ago, or
-// never created) is not found.
-func historyOf[T any](ctx context.Context, s *Store, k *kind[T], id int64, cursor string, perPage int, notFound func(int64) *Error) (HistoryPage, error) {
+// historyOf reads a page of the history of record id of kind k, newest
+// first, before the entry named by cursor ("": from the newest); perPage 0
+// is 25. A record that is neither stored nor has a history (deleted over
+// 30 days ago, or never created) is not found.
+func historyOf[T any](ctx context.Context, s *Store, k *kind[T], id int64, cursor string, perPage int) (HistoryPage, error) {
 	key := k.key(s, id)
 	page, err := s.history(ctx, key, cursor, perPage)
 	if err != nil || len(page.Entries) > 0 || cursor != "" {
@@ -447,37 +427,17 @@ func historyOf[T any](ctx context.Context, s *Store, k *kind[T], id int64, curso
 		return page, wrap(err)
 	}
 	if n == 0 {
-		return page, notFound(id)
+		return page, k.notFound(id)
 	}
 	return page, nil
 }
 
-// OrderHistory is a page of order id's history, newest first, before the
-// entry named by cursor ("": from the newest); perPage 0 is 25.
-func (s *Store) OrderHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
-	return historyOf(ctx, s, orders, id, cursor, perPage, notFound)
-}
-
-// ProductHistory is OrderHistory for product id.
-func (s *Store) ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
-	return historyOf(ctx, s, productKind, id, cursor, perPage, productNotFound)
-}
-
-// AddOrderNote appends a note to order id's history; the order itself,
-// its version included, does not change.
-func (s *Store) AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
-	e, err := s.addNote(ctx, orders.key(s, id), orders.versionField, note)
+// noteOn appends a note to the history of record id of kind k; the record
+// itself, its version included, does not change.
+func noteOn[T any](ctx context.Context, s *Store, k *kind[T], id int64, note string) (*HistoryEntry, error) {
+	e, err := s.addNote(ctx, k.key(s, id), k.versionField, note)
 	if ErrorCode(err) == ENOTFOUND {
-		return nil, notFound(id)
-	}
-	return e, err
-}
-
-// AddProductNote is AddOrderNote for product id.
-func (s *Store) AddProductNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
-	e, err := s.addNote(ctx, productKind.key(s, id), productKind.versionField, note)
-	if ErrorCode(err) == ENOTFOUND {
-		return nil, productNotFound(id)
+		return nil, k.notFound(id)
 	}
 	return e, err
 }

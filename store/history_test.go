@@ -25,7 +25,7 @@ func TestHistoryOfAnOrdersLife(t *testing.T) {
 			f := fresh(t, tg)
 			web := store.WithActor(context.Background(), "alice", "web")
 			api := store.WithActor(context.Background(), "bob", "api")
-			o, err := f.s.Create(web, store.Input{Customer: ptr("Ada"), HasItems: true, Items: []store.ItemInput{
+			o, err := f.s.CreateOrder(web, store.OrderInput{Customer: ptr("Ada"), HasItems: true, Items: []store.ItemInput{
 				{SKU: "MUG-1", Name: "Mug", Quantity: "2", UnitPrice: "3.50"},
 				{Name: "Pen", Quantity: "10", UnitPrice: "0.25"},
 			}})
@@ -33,7 +33,7 @@ func TestHistoryOfAnOrdersLife(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.clock.unix.Add(60)
-			if _, err := f.s.Update(api, o.ID, store.Input{Customer: ptr("Ada Lovelace"), Email: ptr("ada@example.com"), HasItems: true,
+			if _, err := f.s.UpdateOrder(api, o.ID, store.OrderInput{Customer: ptr("Ada Lovelace"), Email: ptr("ada@example.com"), HasItems: true,
 				Items: []store.ItemInput{
 					{SKU: "MUG-1", Name: "Mug", Quantity: "3", UnitPrice: "3.50"},
 					{SKU: "TEE", Name: "Tee", Quantity: "1", UnitPrice: "19.99"},
@@ -41,20 +41,20 @@ func TestHistoryOfAnOrdersLife(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The same values again: no change, no entry.
-			if _, err := f.s.Update(api, o.ID, store.Input{Customer: ptr("Ada Lovelace")}, 0); err != nil {
+			if _, err := f.s.UpdateOrder(api, o.ID, store.OrderInput{Customer: ptr("Ada Lovelace")}, 0); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.s.AddOrderNote(web, o.ID, "  Called her: ships Friday.  "); err != nil {
 				t.Fatal(err)
 			}
-			cur, err := f.s.Get(context.Background(), o.ID)
+			cur, err := f.s.GetOrder(context.Background(), o.ID)
 			if err != nil || cur.Version != 2 {
 				t.Fatalf("after a note the order is %+v, %v; want version 2 (a note changes no version)", cur, err)
 			}
-			if _, err := f.s.Update(context.Background(), o.ID, store.Input{Status: ptr("confirmed")}, 0); err != nil {
+			if _, err := f.s.UpdateOrder(context.Background(), o.ID, store.OrderInput{Status: ptr("confirmed")}, 0); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.s.Delete(web, o.ID, 0, 0); err != nil {
+			if err := f.s.DeleteOrder(web, o.ID, 0, 0); err != nil {
 				t.Fatal(err)
 			}
 			h, err := f.s.OrderHistory(context.Background(), o.ID, "", 0)
@@ -164,7 +164,7 @@ func TestHistoryKeepsChangesAndNotesApart(t *testing.T) {
 	// Changes past MaxHistory push out the oldest changes only.
 	v := o.Version
 	for i := 0; i < store.MaxHistory+3; i++ {
-		cur, err := f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Many " + strconv.Itoa(i))}, v)
+		cur, err := f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Many " + strconv.Itoa(i))}, v)
 		if err != nil {
 			t.Fatal(err)
 		}

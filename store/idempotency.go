@@ -39,14 +39,14 @@ func (s *Store) idemKey(kindName, key string) string {
 	return s.prefix + "idem:" + kindName + ":" + hex.EncodeToString(h[:16])
 }
 
-// CreateOnce is Create for a request that carries an Idempotency-Key. The
+// CreateOrderOnce is Create for a request that carries an Idempotency-Key. The
 // first request with a key claims it together with a fresh id, then creates
 // the order under that id; a later request with the same key and the same
 // fingerprint (a hash of the request body) gets that same order, even when
 // the first one failed half way (it then completes the create itself, with
 // the same id, so there is never a second order). The same key with another
 // fingerprint is EINVALID. Keys are forgotten after IdempotencyTTL.
-func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Input) (*Order, error) {
+func (s *Store) CreateOrderOnce(ctx context.Context, key, fingerprint string, in OrderInput) (*Order, error) {
 	o, errs := apply(nil, in)
 	if errs != nil {
 		return nil, invalid(errs, nil)
@@ -55,7 +55,7 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 	for range 3 {
 		v, err := s.rdb.Get(ctx, k).Result()
 		if errors.Is(err, redis.Nil) {
-			id, err := s.nextID(ctx, orderCounter)
+			id, err := s.nextID(ctx, orders.counter)
 			if err != nil {
 				return nil, wrap(err)
 			}
@@ -85,7 +85,7 @@ func (s *Store) CreateOnce(ctx context.Context, key, fingerprint string, in Inpu
 			return nil, &Error{Code: EINVALID, Message: "this Idempotency-Key was already used with a different request",
 				Fields: map[string]string{"idempotency_key": "was already used with a different request"}}
 		}
-		cur, err := s.Get(ctx, id)
+		cur, err := s.GetOrder(ctx, id)
 		switch {
 		case err == nil && madeFor(cur.idem, k, fingerprint):
 			return cur, nil
@@ -117,14 +117,14 @@ func (s *Store) createClaimed(ctx context.Context, k, fingerprint string, id int
 	if err == errIDTaken {
 		// A racing retry with this key made it first: that is the answer;
 		// unless the order has been deleted since (its id is a tombstone).
-		created, err = s.Get(ctx, id)
+		created, err = s.GetOrder(ctx, id)
 		if ErrorCode(err) == ENOTFOUND {
 			return nil, Errorf(ENOTFOUND, "order %d, created with this Idempotency-Key, has since been deleted", id)
 		}
 		if err == nil && !madeFor(created.idem, k, fingerprint) {
 			// Another request's order holds the claimed id (the counter went
 			// back after a failover): this key's order gets a fresh id.
-			newID, err := s.nextID(ctx, orderCounter)
+			newID, err := s.nextID(ctx, orders.counter)
 			if err != nil {
 				return nil, wrap(err)
 			}

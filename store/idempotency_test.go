@@ -39,23 +39,23 @@ func TestCreateOnceCompletesAnInterruptedCreate(t *testing.T) {
 	fe := &failExec{}
 	mr.AddHook(fe)
 	st := store.New(mr, store.Options{})
-	in := store.Input{Customer: ptr("Ada Lovelace")}
+	in := store.OrderInput{Customer: ptr("Ada Lovelace")}
 	fe.n.Store(1)
-	if _, err := st.CreateOnce(ctx, "k-1", "fp", in); store.ErrorCode(err) != store.EUNAVAILABLE {
+	if _, err := st.CreateOrderOnce(ctx, "k-1", "fp", in); store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Fatalf("first try: got %v, want %s (the injected failure)", err, store.EUNAVAILABLE)
 	}
-	o, err := st.CreateOnce(ctx, "k-1", "fp", in)
+	o, err := st.CreateOrderOnce(ctx, "k-1", "fp", in)
 	if err != nil || o.ID != 1 {
 		t.Fatalf("retry: got %+v, %v; want order 1, the claimed id", o, err)
 	}
-	again, err := st.CreateOnce(ctx, "k-1", "fp", in)
+	again, err := st.CreateOrderOnce(ctx, "k-1", "fp", in)
 	if err != nil || again.ID != 1 || again.Version != 1 {
 		t.Fatalf("third try: got %+v, %v; want order 1 again", again, err)
 	}
-	if n, _ := st.Count(ctx); n != 1 {
+	if n, _ := st.CountOrders(ctx); n != 1 {
 		t.Errorf("orders stored: %d, want 1", n)
 	}
-	if _, err := st.CreateOnce(ctx, "k-1", "other", in); store.ErrorCode(err) != store.EINVALID {
+	if _, err := st.CreateOrderOnce(ctx, "k-1", "other", in); store.ErrorCode(err) != store.EINVALID {
 		t.Errorf("same key, other fingerprint: got %v, want %s", err, store.EINVALID)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Query selects a page of the order collection: the query that the List
-// (GET /orders) and the Inquiry (GET /orders/inquiry) share.
-type Query struct {
+// OrderQuery selects a page of the order collection: the query that the
+// List (GET /orders) and the Inquiry (GET /orders/inquiry) share.
+type OrderQuery struct {
 	// Q is an exact order id or a case-insensitive prefix of the customer name.
 	Q string
 	// Status, when set, keeps only orders in that status.
@@ -32,8 +32,8 @@ type Query struct {
 	Items bool
 }
 
-// Page is one page of orders and the number of orders that match in all.
-type Page struct {
+// OrderPage is one page of orders and the number of orders that match in all.
+type OrderPage struct {
 	Orders []Order
 	// Total counts the matching orders; when TotalIsLowerBound is set the
 	// search stopped after MaxCandidates and there are at least Total.
@@ -95,7 +95,7 @@ const (
 )
 
 // Normalize clamps the page numbers and tidies the search text.
-func (q *Query) Normalize() {
+func (q *OrderQuery) Normalize() {
 	if q.PerPage == 0 {
 		q.PerPage = DefaultPerPage
 	}
@@ -111,7 +111,7 @@ func (q *Query) Normalize() {
 	}
 }
 
-// List returns one page of orders that match q. Without a search, the
+// ListOrders returns one page of orders that match q. Without a search, the
 // page is a range of the sort's index (for the created sort, a score range
 // when dates are given): O(log N + page), in two or three pipelined round
 // trips whatever the page size. One search term is a range of the term
@@ -119,9 +119,9 @@ func (q *Query) Normalize() {
 // terms, and a search or a date range combined with another filter or
 // sort, examine at most MaxCandidates orders (Page.TotalIsLowerBound says
 // when it stopped early).
-func (s *Store) List(ctx context.Context, q Query) (Page, error) {
+func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error) {
 	q.Normalize()
-	out := Page{Page: q.Page, PerPage: q.PerPage, Orders: []Order{}}
+	out := OrderPage{Page: q.Page, PerPage: q.PerPage, Orders: []Order{}}
 	offset := int64(q.Page-1) * int64(q.PerPage)
 	if int64(q.Page) > 1<<40/MaxPerPage || offset > 1<<40 {
 		// Far past any end, without overflow: empty, with the total counted.
@@ -241,7 +241,7 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 
 // filter is the status and date part of the query, checked on every order
 // read (an index entry may lag its order for a moment on a Cluster).
-func (q Query) filter() func(o *Order) bool {
+func (q OrderQuery) filter() func(o *Order) bool {
 	lo, hi := dayScores(q.From, q.To)
 	return func(o *Order) bool {
 		if q.Status != "" && o.Status != q.Status {
@@ -391,7 +391,7 @@ const mergeSteps = 8
 // listSorted reads one page of a sort's index by rank (for the created
 // sort with dates, by rank within the dates' score range), or, for all
 // statuses of a score sort, merges the status sets (mergeScript).
-func (s *Store) listSorted(ctx context.Context, q Query, offset int64, keep func(*Order) bool, out *Page) error {
+func (s *Store) listSorted(ctx context.Context, q OrderQuery, offset int64, keep func(*Order) bool, out *OrderPage) error {
 	keys, lex := s.sortKeys(q.Sort, q.Status)
 	lo, hi := dayScores(q.From, q.To)
 	var (
@@ -524,7 +524,7 @@ func scoreArg(f float64, open bool) string {
 // all, with no date filter: an exact total and a page in match order,
 // O(log N + page) (O(log² N + page) in all statuses), in two round trips. A term of digits also names an order by id: when it exists it
 // comes first, and the term's other matches follow (without it).
-func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, out *Page) error {
+func (s *Store) searchOne(ctx context.Context, q OrderQuery, t string, offset int64, out *OrderPage) error {
 	count := int64(q.PerPage)
 	exact, digits := ParseID(t)
 	off, n := pinWindow(offset, count, digits)
@@ -581,7 +581,7 @@ func (s *Store) searchOne(ctx context.Context, q Query, t string, offset int64, 
 }
 
 // listExamined fills out with the candidates ids keep accepts.
-func (s *Store) listExamined(ctx context.Context, q Query, ids []int64, more bool, keep func(*Order) bool, out *Page) error {
+func (s *Store) listExamined(ctx context.Context, q OrderQuery, ids []int64, more bool, keep func(*Order) bool, out *OrderPage) error {
 	orders, total, lower, err := s.examine(ctx, q, ids, more, keep)
 	if err != nil {
 		return err

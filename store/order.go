@@ -124,8 +124,8 @@ type Order struct {
 	idem string
 }
 
-// Summary is the List representation of an order: everything but its items.
-type Summary struct {
+// OrderSummary is the List representation of an order: everything but its items.
+type OrderSummary struct {
 	ID        int64     `json:"id"`
 	Customer  string    `json:"customer"`
 	Email     string    `json:"email"`
@@ -140,8 +140,8 @@ type Summary struct {
 }
 
 // Summary returns o without its items.
-func (o *Order) Summary() Summary {
-	return Summary{o.ID, o.Customer, o.Email, o.Status, o.Currency, o.Notes,
+func (o *Order) Summary() OrderSummary {
+	return OrderSummary{o.ID, o.Customer, o.Email, o.Status, o.Currency, o.Notes,
 		o.ItemCount, o.Total, o.Version, o.CreatedAt, o.UpdatedAt}
 }
 
@@ -164,10 +164,10 @@ type ItemInput struct {
 	UnitPrice string
 }
 
-// Input is a create or update request. A nil field was not sent: an update
+// OrderInput is a create or update request. A nil field was not sent: an update
 // keeps the stored value. Items is nil when the request said nothing about
 // items, and non-nil (perhaps empty) when it replaces them.
-type Input struct {
+type OrderInput struct {
 	Customer *string
 	Email    *string
 	Status   *string
@@ -206,7 +206,7 @@ func hasControl(s string, allowNewlines bool) bool {
 
 // apply validates in against the stored order cur (nil on create) and
 // returns the resulting order, or the field errors. It never mutates cur.
-func apply(cur *Order, in Input) (Order, map[string]string) {
+func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 	errs := map[string]string{}
 	var o Order
 	if cur != nil {
@@ -394,7 +394,7 @@ func checkCurrency(raw string) (string, string) {
 
 // Validate checks in as a new order (cur nil) or as a change to cur, and
 // returns field errors, or nil.
-func Validate(cur *Order, in Input) map[string]string {
+func Validate(cur *Order, in OrderInput) map[string]string {
 	_, errs := apply(cur, in)
 	return errs
 }

@@ -18,8 +18,8 @@ func item() store.ItemInput {
 }
 
 // validInput is a valid new order with one item.
-func validInput() store.Input {
-	return store.Input{
+func validInput() store.OrderInput {
+	return store.OrderInput{
 		Customer: ptr("Ada Lovelace"),
 		Email:    ptr("ada@example.com"),
 		Notes:    ptr("Leave at the door."),
@@ -42,8 +42,8 @@ const (
 )
 
 func TestValidateNewOrder(t *testing.T) {
-	withItem := func(f func(*store.ItemInput)) func(*store.Input) {
-		return func(in *store.Input) {
+	withItem := func(f func(*store.ItemInput)) func(*store.OrderInput) {
+		return func(in *store.OrderInput) {
 			it := item()
 			f(&it)
 			in.Items = []store.ItemInput{it}
@@ -51,53 +51,53 @@ func TestValidateNewOrder(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		change func(*store.Input)
+		change func(*store.OrderInput)
 		key    string // "" means valid
 		msg    string
 	}{
-		{"valid", func(in *store.Input) {}, "", ""},
-		{"only a customer", func(in *store.Input) { *in = store.Input{Customer: ptr("Ada")} }, "", ""},
-		{"customer missing", func(in *store.Input) { in.Customer = nil }, "customer", msgRequired},
-		{"customer empty", func(in *store.Input) { in.Customer = ptr("") }, "customer", msgRequired},
-		{"customer blank", func(in *store.Input) { in.Customer = ptr(" \t ") }, "customer", msgRequired},
-		{"customer 120 runes", func(in *store.Input) { in.Customer = ptr(strings.Repeat("é", 120)) }, "", ""},
-		{"customer 121 runes", func(in *store.Input) { in.Customer = ptr(strings.Repeat("é", 121)) }, "customer", "must be at most 120 characters"},
-		{"customer padded to 121", func(in *store.Input) { in.Customer = ptr("  " + strings.Repeat("a", 120) + "  ") }, "", ""},
-		{"customer bell", func(in *store.Input) { in.Customer = ptr("Ada\aLovelace") }, "customer", msgControl},
-		{"customer newline", func(in *store.Input) { in.Customer = ptr("Ada\nLovelace") }, "customer", msgControl},
-		{"customer NUL", func(in *store.Input) { in.Customer = ptr("Ada\x00") }, "customer", msgControl},
-		{"customer invalid UTF-8", func(in *store.Input) { in.Customer = ptr("Ada\xff") }, "customer", "must be valid UTF-8 text"},
-		{"email empty", func(in *store.Input) { in.Email = ptr("") }, "", ""},
-		{"email invalid", func(in *store.Input) { in.Email = ptr("not-an-email") }, "email", msgEmail},
-		{"email no domain", func(in *store.Input) { in.Email = ptr("ada@") }, "email", msgEmail},
-		{"email two addresses", func(in *store.Input) { in.Email = ptr("a@example.com, b@example.com") }, "email", msgEmail},
-		{"email with a name", func(in *store.Input) { in.Email = ptr("Ada <ada@example.com>") }, "email", msgEmail},
-		{"email 254", func(in *store.Input) {
+		{"valid", func(in *store.OrderInput) {}, "", ""},
+		{"only a customer", func(in *store.OrderInput) { *in = store.OrderInput{Customer: ptr("Ada")} }, "", ""},
+		{"customer missing", func(in *store.OrderInput) { in.Customer = nil }, "customer", msgRequired},
+		{"customer empty", func(in *store.OrderInput) { in.Customer = ptr("") }, "customer", msgRequired},
+		{"customer blank", func(in *store.OrderInput) { in.Customer = ptr(" \t ") }, "customer", msgRequired},
+		{"customer 120 runes", func(in *store.OrderInput) { in.Customer = ptr(strings.Repeat("é", 120)) }, "", ""},
+		{"customer 121 runes", func(in *store.OrderInput) { in.Customer = ptr(strings.Repeat("é", 121)) }, "customer", "must be at most 120 characters"},
+		{"customer padded to 121", func(in *store.OrderInput) { in.Customer = ptr("  " + strings.Repeat("a", 120) + "  ") }, "", ""},
+		{"customer bell", func(in *store.OrderInput) { in.Customer = ptr("Ada\aLovelace") }, "customer", msgControl},
+		{"customer newline", func(in *store.OrderInput) { in.Customer = ptr("Ada\nLovelace") }, "customer", msgControl},
+		{"customer NUL", func(in *store.OrderInput) { in.Customer = ptr("Ada\x00") }, "customer", msgControl},
+		{"customer invalid UTF-8", func(in *store.OrderInput) { in.Customer = ptr("Ada\xff") }, "customer", "must be valid UTF-8 text"},
+		{"email empty", func(in *store.OrderInput) { in.Email = ptr("") }, "", ""},
+		{"email invalid", func(in *store.OrderInput) { in.Email = ptr("not-an-email") }, "email", msgEmail},
+		{"email no domain", func(in *store.OrderInput) { in.Email = ptr("ada@") }, "email", msgEmail},
+		{"email two addresses", func(in *store.OrderInput) { in.Email = ptr("a@example.com, b@example.com") }, "email", msgEmail},
+		{"email with a name", func(in *store.OrderInput) { in.Email = ptr("Ada <ada@example.com>") }, "email", msgEmail},
+		{"email 254", func(in *store.OrderInput) {
 			in.Email = ptr(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 185) + ".com")
 		}, "", ""},
-		{"email 255", func(in *store.Input) {
+		{"email 255", func(in *store.OrderInput) {
 			in.Email = ptr(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 186) + ".com")
 		}, "email", "must be at most 254 characters"},
-		{"notes 2000", func(in *store.Input) { in.Notes = ptr(strings.Repeat("n", 2000)) }, "", ""},
-		{"notes 2001", func(in *store.Input) { in.Notes = ptr(strings.Repeat("n", 2001)) }, "notes", "must be at most 2000 characters"},
-		{"notes newlines", func(in *store.Input) { in.Notes = ptr("line 1\r\nline 2\n\tindented") }, "", ""},
-		{"notes escape", func(in *store.Input) { in.Notes = ptr("a\x1bb") }, "notes", msgControl},
-		{"status pending", func(in *store.Input) { in.Status = ptr("pending") }, "", ""},
-		{"status unknown", func(in *store.Input) { in.Status = ptr("lost") }, "status", msgStatus},
-		{"status empty", func(in *store.Input) { in.Status = ptr("") }, "status", msgStatus},
-		{"new status confirmed", func(in *store.Input) { in.Status = ptr("confirmed") }, "status", msgNewPending},
-		{"new status shipped", func(in *store.Input) { in.Status = ptr("shipped") }, "status", msgNewPending},
-		{"new status delivered", func(in *store.Input) { in.Status = ptr("delivered") }, "status", msgNewPending},
-		{"new status cancelled", func(in *store.Input) { in.Status = ptr("cancelled") }, "status", msgNewPending},
-		{"currency EUR", func(in *store.Input) { in.Currency = ptr("EUR") }, "", ""},
-		{"currency usd", func(in *store.Input) { in.Currency = ptr("usd") }, "", ""},
-		{"currency US", func(in *store.Input) { in.Currency = ptr("US") }, "currency", msgCurrency},
-		{"currency USDX", func(in *store.Input) { in.Currency = ptr("USDX") }, "currency", msgCurrency},
-		{"currency U$D", func(in *store.Input) { in.Currency = ptr("U$D") }, "currency", msgCurrency},
-		{"currency empty", func(in *store.Input) { in.Currency = ptr("") }, "currency", msgCurrency},
-		{"no items", func(in *store.Input) { in.Items = nil }, "", ""},
-		{"100 items", func(in *store.Input) { in.Items = items(100) }, "", ""},
-		{"101 items", func(in *store.Input) { in.Items = items(101) }, "items", "at most 100 items"},
+		{"notes 2000", func(in *store.OrderInput) { in.Notes = ptr(strings.Repeat("n", 2000)) }, "", ""},
+		{"notes 2001", func(in *store.OrderInput) { in.Notes = ptr(strings.Repeat("n", 2001)) }, "notes", "must be at most 2000 characters"},
+		{"notes newlines", func(in *store.OrderInput) { in.Notes = ptr("line 1\r\nline 2\n\tindented") }, "", ""},
+		{"notes escape", func(in *store.OrderInput) { in.Notes = ptr("a\x1bb") }, "notes", msgControl},
+		{"status pending", func(in *store.OrderInput) { in.Status = ptr("pending") }, "", ""},
+		{"status unknown", func(in *store.OrderInput) { in.Status = ptr("lost") }, "status", msgStatus},
+		{"status empty", func(in *store.OrderInput) { in.Status = ptr("") }, "status", msgStatus},
+		{"new status confirmed", func(in *store.OrderInput) { in.Status = ptr("confirmed") }, "status", msgNewPending},
+		{"new status shipped", func(in *store.OrderInput) { in.Status = ptr("shipped") }, "status", msgNewPending},
+		{"new status delivered", func(in *store.OrderInput) { in.Status = ptr("delivered") }, "status", msgNewPending},
+		{"new status cancelled", func(in *store.OrderInput) { in.Status = ptr("cancelled") }, "status", msgNewPending},
+		{"currency EUR", func(in *store.OrderInput) { in.Currency = ptr("EUR") }, "", ""},
+		{"currency usd", func(in *store.OrderInput) { in.Currency = ptr("usd") }, "", ""},
+		{"currency US", func(in *store.OrderInput) { in.Currency = ptr("US") }, "currency", msgCurrency},
+		{"currency USDX", func(in *store.OrderInput) { in.Currency = ptr("USDX") }, "currency", msgCurrency},
+		{"currency U$D", func(in *store.OrderInput) { in.Currency = ptr("U$D") }, "currency", msgCurrency},
+		{"currency empty", func(in *store.OrderInput) { in.Currency = ptr("") }, "currency", msgCurrency},
+		{"no items", func(in *store.OrderInput) { in.Items = nil }, "", ""},
+		{"100 items", func(in *store.OrderInput) { in.Items = items(100) }, "", ""},
+		{"101 items", func(in *store.OrderInput) { in.Items = items(101) }, "items", "at most 100 items"},
 		{"item name empty", withItem(func(it *store.ItemInput) { it.Name = "" }), "items[0][name]", msgRequired},
 		{"item name blank", withItem(func(it *store.ItemInput) { it.Name = "   " }), "items[0][name]", msgRequired},
 		{"item name 200", withItem(func(it *store.ItemInput) { it.Name = strings.Repeat("ü", 200) }), "", ""},
@@ -189,7 +189,7 @@ func TestValidateItemErrorsUsePositions(t *testing.T) {
 }
 
 func TestValidateSeveralFields(t *testing.T) {
-	in := store.Input{Customer: ptr(""), Email: ptr("x"), Status: ptr("nope"), Currency: ptr("$"), Notes: ptr(strings.Repeat("n", 2001))}
+	in := store.OrderInput{Customer: ptr(""), Email: ptr("x"), Status: ptr("nope"), Currency: ptr("$"), Notes: ptr(strings.Repeat("n", 2001))}
 	got := store.Validate(nil, in)
 	for _, k := range []string{"customer", "email", "status", "currency", "notes"} {
 		if _, ok := got[k]; !ok {
@@ -215,7 +215,7 @@ func TestStatusTransitionsValidate(t *testing.T) {
 				t.Errorf("%s.CanBecome(%s) = %v, want %v", from, to, got, ok)
 			}
 			cur := &store.Order{ID: 1, Customer: "Ada", Status: from, Currency: "USD", Version: 3, Items: []store.Item{}}
-			errs := store.Validate(cur, store.Input{Status: ptr(string(to))})
+			errs := store.Validate(cur, store.OrderInput{Status: ptr(string(to))})
 			if ok {
 				checkErrs(t, errs, "", "")
 			} else {
@@ -249,12 +249,12 @@ func miniStore(t *testing.T) *store.Store {
 // createIn creates a valid order and moves it to status s.
 func createIn(t *testing.T, ctx context.Context, s *store.Store, st store.Status) *store.Order {
 	t.Helper()
-	o, err := s.Create(ctx, validInput())
+	o, err := s.CreateOrder(ctx, validInput())
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	for _, next := range pathTo(st) {
-		if o, err = s.Update(ctx, o.ID, store.Input{Status: ptr(string(next))}, 0); err != nil {
+		if o, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{Status: ptr(string(next))}, 0); err != nil {
 			t.Fatalf("Update to %s: %v", next, err)
 		}
 	}
@@ -270,7 +270,7 @@ func TestStatusTransitionsUpdate(t *testing.T) {
 	for _, from := range store.Statuses {
 		for _, to := range store.Statuses {
 			o := createIn(t, ctx, s, from)
-			got, err := s.Update(ctx, o.ID, store.Input{Status: ptr(string(to))}, 0)
+			got, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Status: ptr(string(to))}, 0)
 			if from == to || allowed[[2]store.Status{from, to}] {
 				if err != nil {
 					t.Errorf("%s → %s: got %v, want success", from, to, err)
@@ -295,7 +295,7 @@ func TestStatusTransitionsUpdate(t *testing.T) {
 			if e.Fields["status"] != want {
 				t.Errorf("%s → %s: message %q, want %q", from, to, e.Fields["status"], want)
 			}
-			back, err := s.Get(ctx, o.ID)
+			back, err := s.GetOrder(ctx, o.ID)
 			if err != nil || back.Status != from || back.Version != o.Version {
 				t.Errorf("%s → %s refused, but stored order is %+v, %v; want status %s version %d", from, to, back, err, from, o.Version)
 			}
@@ -316,19 +316,19 @@ func TestFrozenOnceShipped(t *testing.T) {
 			frozen := "cannot change once an order is " + string(st)
 
 			// Items.
-			_, err := s.Update(ctx, o.ID, store.Input{Items: items(2), HasItems: true}, 0)
+			_, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Items: items(2), HasItems: true}, 0)
 			checkUpdate(t, err, editable, "items", frozen)
-			_, err = s.Update(ctx, o.ID, store.Input{HasItems: true}, 0)
+			_, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{HasItems: true}, 0)
 			checkUpdate(t, err, editable, "items", frozen)
 			// Currency: a change is refused; the same value is not a change.
-			_, err = s.Update(ctx, o.ID, store.Input{Currency: ptr("EUR")}, 0)
+			_, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{Currency: ptr("EUR")}, 0)
 			checkUpdate(t, err, editable, "currency", frozen)
-			cur, _ := s.Get(ctx, o.ID)
-			if _, err = s.Update(ctx, o.ID, store.Input{Currency: ptr(strings.ToLower(cur.Currency))}, 0); err != nil {
+			cur, _ := s.GetOrder(ctx, o.ID)
+			if _, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{Currency: ptr(strings.ToLower(cur.Currency))}, 0); err != nil {
 				t.Errorf("same currency: got %v, want success", err)
 			}
 			// Customer, email and notes change in every status.
-			got, err := s.Update(ctx, o.ID, store.Input{Customer: ptr("Grace Hopper"), Email: ptr("grace@example.com"), Notes: ptr("new notes")}, 0)
+			got, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Grace Hopper"), Email: ptr("grace@example.com"), Notes: ptr("new notes")}, 0)
 			if err != nil {
 				t.Fatalf("customer/email/notes: got %v, want success", err)
 			}
@@ -360,7 +360,7 @@ func TestCreateNormalizes(t *testing.T) {
 	in.Customer = ptr("  Ada Lovelace  ")
 	in.Currency = ptr("usd")
 	in.Status = ptr(" Pending ")
-	o, err := s.Create(ctx, in)
+	o, err := s.CreateOrder(ctx, in)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -368,7 +368,7 @@ func TestCreateNormalizes(t *testing.T) {
 		t.Errorf("got currency %q customer %q status %q, want USD, Ada Lovelace, pending", o.Currency, o.Customer, o.Status)
 	}
 	in.Currency = ptr("eur")
-	if o, err = s.Create(ctx, in); err != nil || o.Currency != "EUR" {
+	if o, err = s.CreateOrder(ctx, in); err != nil || o.Currency != "EUR" {
 		t.Errorf("currency eur: got %v, %v; want EUR", o, err)
 	}
 }

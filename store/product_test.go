@@ -407,7 +407,7 @@ func TestSeedIfEmptyOnceAmongInstances(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if n, err := f.s.Count(ctx); err != nil || n != 30 || seeders != 1 {
+			if n, err := f.s.CountOrders(ctx); err != nil || n != 30 || seeders != 1 {
 				t.Errorf("four instances seeding 30 at once: %d orders stored (%v) by %d seeders, want 30 by one", n, err, seeders)
 			}
 			if ok, _, err := f.s.SeedIfEmpty(ctx, 30); ok || err != nil {

@@ -446,41 +446,44 @@ func (s *Store) Ping(ctx context.Context) error {
 	return wrap(s.rdb.Ping(ctx).Err())
 }
 
-// Get reads one order with its items: one HGETALL.
-func (s *Store) Get(ctx context.Context, id int64) (*Order, error) {
+// GetOrder reads one order with its items: one HGETALL.
+func (s *Store) GetOrder(ctx context.Context, id int64) (*Order, error) {
 	o, err := s.load(ctx, s.rdb, id)
 	return o, wrap(err)
 }
 
 func (s *Store) load(ctx context.Context, c redis.Cmdable, id int64) (*Order, error) {
-	h, err := c.HGetAll(ctx, s.orderKey(id)).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	o, ok := decodeOrder(id, h, true)
-	if !ok {
-		if len(h) > 0 {
-			s.damaged(s.orderKey(id), h)
-		}
-		return nil, notFound(id)
-	}
-	s.sawID(orderCounter, id)
-	return &o, nil
+	return getRecord(ctx, s, c, orders, id)
 }
+
+// OrderEvents names the orders' event feed (Store.Feed).
+const OrderEvents = "o"
 
 // orders is how orders are stored: one hash each (o:{42}), in the id and
 // name indexes, each also per status.
-var orders = &kind[Order]{
-	name:         "o",
+var orders = register(&kind[Order]{
+	name:         OrderEvents,
+	noun:         "order",
+	seq:          "seq",
+	newest:       (*Store).newestOrderID,
 	versionField: fVersion,
 	decode: func(id int64, h map[string]string) (*Order, bool) {
 		o, ok := decodeOrder(id, h, true)
 		return &o, ok
 	},
-	encode:  func(o *Order) []any { return orderArgs(make([]any, 0, 16+2*len(o.Items)), o) },
-	version: func(o *Order) int64 { return o.Version },
-	entries: (*Store).orderEntries,
-	diff:    orderDiff,
+	encode:         func(o *Order) []any { return orderArgs(make([]any, 0, 16+2*len(o.Items)), o) },
+	meta:           func(o *Order) recordMeta { return recordMeta{&o.ID, &o.Version, &o.CreatedAt, &o.UpdatedAt} },
+	same:           sameOrder,
+	entries:        (*Store).orderEntries,
+	deleteConflict: "someone else changed this order since you saw it; it was not deleted",
+	fields: []recordField[Order]{
+		{"customer", func(o *Order) any { return o.Customer }},
+		{"email", func(o *Order) any { return o.Email }},
+		{"status", func(o *Order) any { return string(o.Status) }},
+		{"currency", func(o *Order) any { return o.Currency }},
+		{"notes", func(o *Order) any { return o.Notes }},
+	},
+	rows: func(o *Order) []Item { return o.Items },
 	event: func(o *Order) []byte {
 		b, _ := json.Marshal(struct {
 			ID      int64  `json:"id"`
@@ -499,9 +502,24 @@ var orders = &kind[Order]{
 		return keys
 	},
 	indexPattern: (*Store).termPattern,
-}
+})
 
-func init() { kinds[orders.name] = orders }
+// newestOrderID is the highest id in the created indexes.
+func (s *Store) newestOrderID(ctx context.Context) (int64, error) {
+	var newest int64
+	for _, st := range Statuses {
+		top, err := s.rdb.ZRevRange(ctx, s.idIndex(st), 0, 0).Result()
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range top {
+			if id, err := strconv.ParseInt(m, 10, 64); err == nil && id > newest {
+				newest = id
+			}
+		}
+	}
+	return newest, nil
+}
 
 // orderEntries lists the index entries of o: in its status, by created
 // time, updated time and total; by name, in its status and in the whole
@@ -520,27 +538,13 @@ func (s *Store) orderEntries(o *Order) []ixEntry {
 	return s.termEntries(o, out)
 }
 
-// Create validates in and stores it as a new pending order with a fresh id.
-func (s *Store) Create(ctx context.Context, in Input) (*Order, error) {
+// CreateOrder validates in and stores it as a new pending order with a fresh id.
+func (s *Store) CreateOrder(ctx context.Context, in OrderInput) (*Order, error) {
 	o, errs := apply(nil, in)
 	if errs != nil {
 		return nil, invalid(errs, nil)
 	}
-	// The write reads the id under WATCH even though it is fresh: after a
-	// failover that lost an unreplicated INCR, the counter can hand out an
-	// id an order already has. Such an id is skipped, never overwritten.
-	for range 100 {
-		id, err := s.nextID(ctx, orderCounter)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		created, err := s.createAs(ctx, id, o)
-		if err != errIDTaken {
-			return created, err
-		}
-		s.log.Warn("the id counter handed out a used id; skipping it", "id", id)
-	}
-	return nil, &Error{Code: EINTERNAL, Message: "the id counter keeps handing out used ids; run orders -repair", Err: errIDTaken}
+	return createRecord(ctx, s, orders, o)
 }
 
 // errIDTaken: the id is taken (see errRecordExists).
@@ -549,62 +553,23 @@ var errIDTaken = errRecordExists
 // createAs stores o as the new order id, or answers errIDTaken when an
 // order has that id.
 func (s *Store) createAs(ctx context.Context, id int64, o Order) (*Order, error) {
-	now := s.now().UTC().Truncate(time.Second)
-	o.ID, o.Version, o.CreatedAt, o.UpdatedAt = id, 1, now, now
-	ch, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
-		if cur != nil {
-			return nil, errIDTaken
-		}
-		return &o, nil // write refuses it too over a damaged hash or a tombstone
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ch.After, nil
+	return createRecordAs(ctx, s, orders, id, o)
 }
 
-func invalid(errs map[string]string, cur *Order) *Error {
-	e := &Error{Code: EINVALID, Message: "the order has invalid values", Fields: errs}
-	if cur != nil {
-		e.Current = cur // never a nil *Order in the interface
-	}
-	return e
-}
+func invalid(errs map[string]string, cur *Order) *Error { return orders.invalid(errs, cur) }
 
 // maxRetries bounds how often a write retries after another writer changed
-// the same order between its read and its EXEC.
+// the same record between its read and its EXEC.
 const maxRetries = 50
 
-// Update applies in to order id. ifMatch, when not 0, is the version an
+// UpdateOrder applies in to order id. ifMatch, when not 0, is the version an
 // If-Match header requires (EPRECONDITION otherwise); in.Version is the
 // version a form or JSON body carries (ECONFLICT otherwise). A change that
 // changes nothing writes nothing and keeps the version.
-func (s *Store) Update(ctx context.Context, id int64, in Input, ifMatch int64) (*Order, error) {
-	ch, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
-		if cur == nil {
-			return nil, notFound(id)
-		}
-		if ifMatch != 0 && cur.Version != ifMatch {
-			return nil, &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
-		}
-		if in.Version != nil && *in.Version != cur.Version {
-			return nil, &Error{Code: ECONFLICT, Message: "someone else changed this order; review the current values", Current: cur}
-		}
-		o, errs := apply(cur, in)
-		if errs != nil {
-			return nil, invalid(errs, cur)
-		}
-		if sameOrder(cur, &o) {
-			return cur, nil
-		}
-		o.Version = cur.Version + 1
-		o.UpdatedAt = s.now().UTC().Truncate(time.Second)
-		return &o, nil
+func (s *Store) UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatch int64) (*Order, error) {
+	return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *Order) (Order, map[string]string) {
+		return apply(cur, in)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ch.After, nil
 }
 
 // sameOrder reports whether a and b store the same values (the version and
@@ -617,21 +582,21 @@ func sameOrder(a, b *Order) bool {
 	return sameItems(a.Items, b.Items)
 }
 
-// Delete removes order id, its items and its index entries. ifMatch, when
+// DeleteOrder removes order id, its items and its index entries. ifMatch, when
 // not 0, must equal the stored version (EPRECONDITION); so must version, the
 // one a form or JSON body carries (ECONFLICT).
-func (s *Store) Delete(ctx context.Context, id int64, ifMatch, version int64) error {
-	_, err := write(ctx, s, orders, id, func(cur *Order) (*Order, error) {
-		if cur == nil {
-			return nil, notFound(id)
-		}
-		if ifMatch != 0 && cur.Version != ifMatch {
-			return nil, &Error{Code: EPRECONDITION, Message: "the order has changed since the version you named", Current: cur}
-		}
-		if version != 0 && cur.Version != version {
-			return nil, &Error{Code: ECONFLICT, Message: "someone else changed this order since you saw it; it was not deleted", Current: cur}
-		}
-		return nil, nil
-	})
-	return err
+func (s *Store) DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error {
+	return deleteRecord(ctx, s, orders, id, ifMatch, version)
+}
+
+// OrderHistory is a page of order id's history, newest first, before the
+// entry named by cursor ("": from the newest); perPage 0 is 25.
+func (s *Store) OrderHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
+	return historyOf(ctx, s, orders, id, cursor, perPage)
+}
+
+// AddOrderNote appends a note to order id's history; the order itself,
+// its version included, does not change.
+func (s *Store) AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
+	return noteOn(ctx, s, orders, id, note)
 }

@@ -60,11 +60,12 @@ func (s *Store) Repair(ctx context.Context, fix bool) (RepairReport, error) {
 			return r, wrap(err)
 		}
 	}
-	err := repairKind(ctx, s, orders, fix, &r)
-	if err == nil {
-		err = repairKind(ctx, s, productKind, fix, &r)
+	for _, k := range registry {
+		if err := k.repair(ctx, s, fix, &r); err != nil {
+			return r, wrap(err)
+		}
 	}
-	return r, wrap(err)
+	return r, nil
 }
 
 // settleLeftBehind settles the intents that are older than a live writer's

@@ -32,11 +32,11 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 			}
 			// Each query meets the entries of one or more indexes: by created
 			// time, name, updated time, total, and the search terms.
-			var queries []store.Query
+			var queries []store.OrderQuery
 			for _, sort := range store.Sorts {
-				queries = append(queries, store.Query{Sort: sort}, store.Query{Sort: sort, Status: store.Pending})
+				queries = append(queries, store.OrderQuery{Sort: sort}, store.OrderQuery{Sort: sort, Status: store.Pending})
 			}
-			queries = append(queries, store.Query{Q: "grace"}, store.Query{Q: "murray"}, store.Query{Q: "grace", Status: store.Pending})
+			queries = append(queries, store.OrderQuery{Q: "grace"}, store.OrderQuery{Q: "murray"}, store.OrderQuery{Q: "grace", Status: store.Pending})
 			for _, q := range queries {
 				p := f.list(t, q)
 				for _, o := range p.Orders {
@@ -70,10 +70,10 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 			if len(left) > 0 {
 				t.Errorf("index entries of the missing order were not repaired: %q", left)
 			}
-			if n, _ := f.s.Count(ctx); n != 2 {
+			if n, _ := f.s.CountOrders(ctx); n != 2 {
 				t.Errorf("Count after repair = %d, want 2", n)
 			}
-			if p := f.list(t, store.Query{Q: "grace"}); p.Total != 1 || len(p.Orders) != 1 {
+			if p := f.list(t, store.OrderQuery{Q: "grace"}); p.Total != 1 || len(p.Orders) != 1 {
 				t.Errorf("search 'grace' after repair: total %d, %d orders; want 1 and 1", p.Total, len(p.Orders))
 			}
 		})

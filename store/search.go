@@ -662,7 +662,7 @@ const loadBatch = 1000
 // all of them), keeps those keep accepts, and returns the page of them the
 // query asks for, how many were kept, and whether that count is a lower
 // bound.
-func (s *Store) examine(ctx context.Context, q Query, ids []int64, more bool, keep func(o *Order) bool) ([]Order, int64, bool, error) {
+func (s *Store) examine(ctx context.Context, q OrderQuery, ids []int64, more bool, keep func(o *Order) bool) ([]Order, int64, bool, error) {
 	offset := int64(q.Page-1) * int64(q.PerPage)
 	page := []Order{}
 	var kept int64

@@ -75,7 +75,7 @@ func oracleMatches(o *store.Order, t string) bool {
 // oracleSearch lists the orders matching every term of q and its filters,
 // in match order: the order the most selective term's digits name first,
 // then by that term's first matching word, newest first.
-func oracleSearch(all []*store.Order, q store.Query) []int64 {
+func oracleSearch(all []*store.Order, q store.OrderQuery) []int64 {
 	terms := oracleQueryTerms(q.Q)
 	driver, best := 0, -1
 	for i, t := range terms {
@@ -127,7 +127,7 @@ func matchOrder(d string, aID, bID int64, aTerm, bTerm string) int {
 	return int(bID - aID)
 }
 
-func oracleFilter(o *store.Order, q store.Query) bool {
+func oracleFilter(o *store.Order, q store.OrderQuery) bool {
 	if q.Status != "" && o.Status != q.Status {
 		return false
 	}
@@ -139,7 +139,7 @@ func oracleFilter(o *store.Order, q store.Query) bool {
 }
 
 // oracleSorted lists the orders of a query without search in its sort.
-func oracleSorted(all []*store.Order, q store.Query) []int64 {
+func oracleSorted(all []*store.Order, q store.OrderQuery) []int64 {
 	var hits []*store.Order
 	for _, o := range all {
 		if oracleFilter(o, q) {
@@ -188,7 +188,7 @@ func oracleSorted(all []*store.Order, q store.Query) []int64 {
 
 // checkQuery compares List with the oracle at several page sizes: the
 // total on every page, and the pages joined.
-func checkQuery(t *testing.T, f *fixture, q store.Query, want []int64) {
+func checkQuery(t *testing.T, f *fixture, q store.OrderQuery, want []int64) {
 	t.Helper()
 	for _, pp := range []int{1, 3, 7, 100} {
 		q := q
@@ -233,8 +233,8 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 			f := fresh(t, tg)
 			rnd := rand.New(rand.NewPCG(7, uint64(len(tg.Name))))
 			word := func() string { return searchWords[rnd.IntN(len(searchWords))] }
-			input := func() store.Input {
-				in := store.Input{Customer: ptr(word() + " " + word())}
+			input := func() store.OrderInput {
+				in := store.OrderInput{Customer: ptr(word() + " " + word())}
 				if rnd.IntN(3) == 0 {
 					in.Customer = ptr(word() + " " + word() + " " + word())
 				}
@@ -250,7 +250,7 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 			}
 			for range 60 {
 				f.clock.Advance(time.Duration(rnd.IntN(3*24*3600)) * time.Second)
-				if _, err := f.s.Create(ctx, input()); err != nil {
+				if _, err := f.s.CreateOrder(ctx, input()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -259,18 +259,18 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 				id := int64(1 + rnd.IntN(60))
 				in := input()
 				in.Status = ptr([]string{"pending", "confirmed", "cancelled"}[rnd.IntN(3)])
-				if _, err := f.s.Update(ctx, id, in, 0); err != nil && store.ErrorCode(err) != store.ENOTFOUND && store.ErrorCode(err) != store.EINVALID {
+				if _, err := f.s.UpdateOrder(ctx, id, in, 0); err != nil && store.ErrorCode(err) != store.ENOTFOUND && store.ErrorCode(err) != store.EINVALID {
 					t.Fatal(err)
 				}
 			}
 			for range 6 {
-				if err := f.s.Delete(ctx, int64(1+rnd.IntN(60)), 0, 0); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+				if err := f.s.DeleteOrder(ctx, int64(1+rnd.IntN(60)), 0, 0); err != nil && store.ErrorCode(err) != store.ENOTFOUND {
 					t.Fatal(err)
 				}
 			}
 			var all []*store.Order
 			for id := int64(1); id <= 60; id++ {
-				if o, err := f.s.Get(ctx, id); err == nil {
+				if o, err := f.s.GetOrder(ctx, id); err == nil {
 					all = append(all, o)
 				}
 			}
@@ -286,21 +286,21 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 			}
 			queries = append(queries, "anna.", "bob.bo", "1", "7", "60", "zzz", "ANN", "o'brien", "(kbd-60)", "hopper,")
 			for _, q := range queries {
-				checkQuery(t, f, store.Query{Q: q}, oracleSearch(all, store.Query{Q: q}))
+				checkQuery(t, f, store.OrderQuery{Q: q}, oracleSearch(all, store.OrderQuery{Q: q}))
 			}
 			for _, q := range []string{"ann bo", "a b", "kbd ann", "12 a", "hop grace kbd-6", "1 a"} {
-				checkQuery(t, f, store.Query{Q: q}, oracleSearch(all, store.Query{Q: q}))
+				checkQuery(t, f, store.OrderQuery{Q: q}, oracleSearch(all, store.OrderQuery{Q: q}))
 			}
 			mid := all[len(all)/2].CreatedAt
 			from, to := mid.AddDate(0, 0, -20), mid.AddDate(0, 0, 10)
-			for _, q := range []store.Query{
+			for _, q := range []store.OrderQuery{
 				{Q: "a", Status: store.Confirmed}, {Q: "ann", Status: store.Pending},
 				{Q: "b", From: from}, {Q: "bo", From: from, To: to, Status: store.Pending},
 			} {
 				checkQuery(t, f, q, oracleSearch(all, q))
 			}
 			for _, sort := range store.Sorts {
-				for _, q := range []store.Query{
+				for _, q := range []store.OrderQuery{
 					{Sort: sort}, {Sort: sort, Status: store.Pending}, {Sort: sort, Status: store.Cancelled},
 					{Sort: sort, From: from}, {Sort: sort, To: to}, {Sort: sort, From: from, To: to, Status: store.Confirmed},
 					{Sort: sort, From: mid, To: mid},
@@ -318,10 +318,10 @@ func TestSearchFoldsUnicode(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
-			a := f.create(t, "Grace B. Hopper", func(in *store.Input) { in.Email = ptr("Grace.Hopper@Example.com") })
+			a := f.create(t, "Grace B. Hopper", func(in *store.OrderInput) { in.Email = ptr("Grace.Hopper@Example.com") })
 			b := f.create(t, "Jürgen Straße")
 			c := f.create(t, "José O'Brien-Smith")
-			d := f.create(t, "Ann", func(in *store.Input) {
+			d := f.create(t, "Ann", func(in *store.OrderInput) {
 				in.HasItems = true
 				in.Items = []store.ItemInput{{SKU: "KBD-60", Name: "k", Quantity: "1", UnitPrice: "1"}, {SKU: "KBD-61", Name: "k", Quantity: "1", UnitPrice: "1"}}
 			})
@@ -336,7 +336,7 @@ func TestSearchFoldsUnicode(t *testing.T) {
 				{"kbd", []int64{d.ID}}, {"kbd-6", []int64{d.ID}}, {"kbd-61", []int64{d.ID}}, {"kbd-62", nil},
 				{"grace hopper", []int64{a.ID}}, {"grace jose", nil},
 			} {
-				p := f.list(t, store.Query{Q: c.q})
+				p := f.list(t, store.OrderQuery{Q: c.q})
 				if got := ids(p); !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) || p.Total != int64(len(c.want)) {
 					t.Errorf("search %q: got %v (total %d), want %v", c.q, got, p.Total, c.want)
 				}
@@ -358,7 +358,7 @@ func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				if _, err := f.s.Create(context.Background(), store.Input{Customer: ptr(fmt.Sprintf("Common Name %d", i))}); err != nil {
+				if _, err := f.s.CreateOrder(context.Background(), store.OrderInput{Customer: ptr(fmt.Sprintf("Common Name %d", i))}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -366,18 +366,18 @@ func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	p := f.list(t, store.Query{Q: "common name"})
+	p := f.list(t, store.OrderQuery{Q: "common name"})
 	if !p.TotalIsLowerBound || p.Total != int64(store.MaxCandidates) || len(p.Orders) != store.DefaultPerPage {
 		t.Errorf(`"common name" over %d orders: total %d, lower bound %v, %d orders; want at least %d and a full page`,
 			n, p.Total, p.TotalIsLowerBound, len(p.Orders), store.MaxCandidates)
 	}
-	one := f.list(t, store.Query{Q: "common"})
+	one := f.list(t, store.OrderQuery{Q: "common"})
 	if one.TotalIsLowerBound || one.Total != int64(n) {
 		t.Errorf(`"common": total %d, lower bound %v; want exactly %d`, one.Total, one.TotalIsLowerBound, n)
 	}
 	// "1234" is the word of one name and the id of another order: both,
 	// the order with that id first.
-	few := f.list(t, store.Query{Q: "common 1234"})
+	few := f.list(t, store.OrderQuery{Q: "common 1234"})
 	if few.TotalIsLowerBound || few.Total != 2 || len(few.Orders) != 2 || few.Orders[0].ID != 1234 || few.Orders[1].Customer != "Common Name 1234" {
 		t.Errorf(`"common 1234": %v, total %d, lower bound %v; want order 1234, then the one named "Common Name 1234"`, ids(few), few.Total, few.TotalIsLowerBound)
 	}
@@ -395,7 +395,7 @@ func TestSortedPagesDeepInTheMerge(t *testing.T) {
 			all := seeded(t, f, n, rand.New(rand.NewPCG(3, 4)))
 			mid := all[n/2].CreatedAt
 			for _, sort := range store.Sorts {
-				for _, q := range []store.Query{{Sort: sort}, {Sort: sort, From: mid.AddDate(0, -2, 0), To: mid.AddDate(0, 2, 0)}} {
+				for _, q := range []store.OrderQuery{{Sort: sort}, {Sort: sort, From: mid.AddDate(0, -2, 0), To: mid.AddDate(0, 2, 0)}} {
 					want := oracleSorted(all, q)
 					for _, pp := range []int{97, 100} {
 						var got []int64
@@ -438,7 +438,7 @@ func TestSearchPagesDeepInTheUnion(t *testing.T) {
 			f := fresh(t, tg)
 			const n = 700
 			all := seeded(t, f, n, rand.New(rand.NewPCG(5, 6)))
-			for _, q := range []store.Query{
+			for _, q := range []store.OrderQuery{
 				{Q: "t"}, {Q: "tee"}, {Q: "tee-"}, {Q: "a"}, {Q: "m"}, {Q: "t", Status: store.Delivered},
 				{Q: "tee-", Status: store.Pending}, {Q: "t a"}, {Q: "tee m", Status: store.Confirmed},
 			} {
@@ -483,7 +483,7 @@ func seeded(t *testing.T, f *fixture, n int, rnd *rand.Rand) []*store.Order {
 	}
 	all := make([]*store.Order, 0, n)
 	for id := int64(1); id <= int64(n); id++ {
-		o, err := f.s.Get(ctx, id)
+		o, err := f.s.GetOrder(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

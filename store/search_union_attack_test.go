@@ -28,7 +28,7 @@ import (
 // unionOracle is oracleSearch with the driver (the term whose matches set
 // the match order) chosen as docs/data.md says: the term with the fewest
 // matches in the query's status.
-func unionOracle(all []*store.Order, q store.Query) []int64 {
+func unionOracle(all []*store.Order, q store.OrderQuery) []int64 {
 	if q.Status == "" {
 		return oracleSearch(all, q)
 	}
@@ -53,7 +53,7 @@ func unionEvery(t *testing.T, f *fixture) []*store.Order {
 	}
 	got := make([]*store.Order, last)
 	unionParallel(t, int(last), func(i int) error {
-		o, err := f.s.Get(ctx, int64(i+1))
+		o, err := f.s.GetOrder(ctx, int64(i+1))
 		if err == nil {
 			got[i] = o
 		} else if store.ErrorCode(err) != store.ENOTFOUND {
@@ -98,7 +98,7 @@ func unionMove(ctx context.Context, s *store.Store, id int64, st store.Status) e
 		store.Cancelled: {"cancelled"},
 	}[st]
 	for _, s2 := range path {
-		if _, err := s.Update(ctx, id, store.Input{Status: ptr(s2)}, 0); err != nil {
+		if _, err := s.UpdateOrder(ctx, id, store.OrderInput{Status: ptr(s2)}, 0); err != nil {
 			return fmt.Errorf("move %d to %s: %w", id, s2, err)
 		}
 	}
@@ -106,7 +106,7 @@ func unionMove(ctx context.Context, s *store.Store, id int64, st store.Status) e
 }
 
 // unionCheckPage compares one page with the oracle's slice of it.
-func unionCheckPage(t *testing.T, f *fixture, q store.Query, want []int64) bool {
+func unionCheckPage(t *testing.T, f *fixture, q store.OrderQuery, want []int64) bool {
 	t.Helper()
 	p := f.list(t, q)
 	off := (q.Page - 1) * q.PerPage
@@ -121,7 +121,7 @@ func unionCheckPage(t *testing.T, f *fixture, q store.Query, want []int64) bool 
 
 // unionJoined pages through q at pp per page and compares the pages joined
 // with want, and the total of every page.
-func unionJoined(t *testing.T, f *fixture, q store.Query, want []int64, pp int) bool {
+func unionJoined(t *testing.T, f *fixture, q store.OrderQuery, want []int64, pp int) bool {
 	t.Helper()
 	q.PerPage = pp
 	var got []int64
@@ -161,12 +161,12 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 	}
 	cyr := []rune("абвгдежзиклмнопрстуфхцчшщъыьэюя") // no й, ё: they decompose
 	unionParallel(t, 280, func(i int) error {
-		in := store.Input{Customer: ptr(fmt.Sprintf("Quill Qa%03d", i))}
+		in := store.OrderInput{Customer: ptr(fmt.Sprintf("Quill Qa%03d", i))}
 		if i%5 == 0 {
 			in.Email = ptr(fmt.Sprintf("q!%d@ex.io", i))
 		}
 		attackSKUs("QZ-1", fmt.Sprintf("QZ-1%d", i%7))(&in)
-		o, err := f.s.Create(ctx, in)
+		o, err := f.s.CreateOrder(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -179,8 +179,8 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 			w += string(cyr[r.IntN(len(cyr))])
 		}
 		words := []string{w, []string{"𠀀", "𠀀𠀁", "𪛖", "힣", "жя"}[i%5], "Ann"}
-		in := store.Input{Customer: ptr(strings.Join(words, " "))}
-		o, err := f.s.Create(ctx, in)
+		in := store.OrderInput{Customer: ptr(strings.Join(words, " "))}
+		o, err := f.s.CreateOrder(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 		case i >= 45:
 			name, st = fmt.Sprintf("Fb%02d", 99-i), store.Delivered
 		}
-		o, err := f.s.Create(ctx, store.Input{Customer: ptr(name)})
+		o, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr(name)})
 		if err != nil {
 			return err
 		}
@@ -208,18 +208,18 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 	// Terms longer than 16 bytes (candidates from every status's sets,
 	// sorted and read once per order) in four statuses.
 	unionParallel(t, 24, func(i int) error {
-		in := store.Input{Customer: ptr(fmt.Sprintf("Lo%02d", i))}
+		in := store.OrderInput{Customer: ptr(fmt.Sprintf("Lo%02d", i))}
 		if i%3 == 0 {
 			in.Email = ptr(fmt.Sprintf("mechanicalkeyboardfan%d@ex.io", i))
 		}
 		attackSKUs("MECHANICAL-KEYBOARD-60", fmt.Sprintf("MECHANICAL-KEYBOARD-6%d", i%3))(&in)
-		o, err := f.s.Create(ctx, in)
+		o, err := f.s.CreateOrder(ctx, in)
 		if err != nil {
 			return err
 		}
 		return unionMove(ctx, f.s, o.ID, store.Statuses[i%4])
 	})
-	f.update(t, 12, store.Input{Customer: ptr("12m Ann")})
+	f.update(t, 12, store.OrderInput{Customer: ptr("12m Ann")})
 	return unionEvery(t, f)
 }
 
@@ -244,7 +244,7 @@ func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
 				"Ж", "ЖЯ", "mechanical-keyboard", "mechanical-keyboard-6", "mechanical-keyboard-61", "mechanicalkeyboardfan1", "mechanical lo0"}
 			for _, qs := range queries {
 				for _, st := range append([]store.Status{""}, store.Statuses...) {
-					q := store.Query{Q: qs, Status: st}
+					q := store.OrderQuery{Q: qs, Status: st}
 					want := unionOracle(all, q)
 					if !unionJoined(t, f, q, want, 100) {
 						continue
@@ -266,13 +266,13 @@ func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
 					}
 				}
 			}
-			if q := (store.Query{Q: "fa fb", Status: store.Pending}); slices.Equal(unionOracle(all, q), oracleSearch(all, q)) {
+			if q := (store.OrderQuery{Q: "fa fb", Status: store.Pending}); slices.Equal(unionOracle(all, q), oracleSearch(all, q)) {
 				t.Fatal("fa fb in pending: the driver in the status and in all statuses give the same order; the data does not test the status's driver")
 			}
-			if w := unionOracle(all, store.Query{Q: "q", Status: store.Cancelled}); len(w) < 280 {
+			if w := unionOracle(all, store.OrderQuery{Q: "q", Status: store.Cancelled}); len(w) < 280 {
 				t.Fatalf("q in cancelled: %d matches, want them all there", len(w))
 			}
-			if w := unionOracle(all, store.Query{Q: "ж"}); len(w) < 260 {
+			if w := unionOracle(all, store.OrderQuery{Q: "ж"}); len(w) < 260 {
 				t.Fatalf("ж: %d matches, want past 256", len(w))
 			}
 		})
@@ -295,7 +295,7 @@ func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
 			const n = 300
 			unionParallel(t, n, func(i int) error {
 				name := fmt.Sprintf("12%c%c%c Bo", 'a'+i/676, 'a'+i/26%26, 'a'+i%26)
-				o, err := f.s.Create(ctx, store.Input{Customer: ptr(name)})
+				o, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr(name)})
 				if err != nil {
 					return err
 				}
@@ -306,18 +306,18 @@ func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
 			})
 			for _, st := range []store.Status{store.Pending, store.Confirmed, store.Shipped} {
 				if st != store.Pending {
-					f.update(t, 12, store.Input{Status: ptr(string(st))})
+					f.update(t, 12, store.OrderInput{Status: ptr(string(st))})
 				}
 				names := []string{"12 Bo", "12mmm Bo", "12zzz Bo", "Bo Other"}
 				if st != store.Pending {
 					names = []string{"12zzz Bo", "Bo Other"}
 				}
 				for _, name := range names {
-					f.update(t, 12, store.Input{Customer: ptr(name)})
+					f.update(t, 12, store.OrderInput{Customer: ptr(name)})
 					all := unionEvery(t, f)
 					for _, qst := range append([]store.Status{""}, store.Statuses...) {
 						for _, qs := range []string{"12", "12 bo", "bo 12"} {
-							q := store.Query{Q: qs, Status: qst}
+							q := store.OrderQuery{Q: qs, Status: qst}
 							want := unionOracle(all, q)
 							if qs == "12" && (qst == "" || qst == st) {
 								if len(want) == 0 || want[0] != 12 {
@@ -360,14 +360,14 @@ func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
 			f := fresh(t, tg)
 			const n = 330
 			unionParallel(t, n, func(i int) error {
-				in := store.Input{Customer: ptr(fmt.Sprintf("Pa%c%c Lee", 'a'+i*7%26, 'a'+i%26))}
+				in := store.OrderInput{Customer: ptr(fmt.Sprintf("Pa%c%c Lee", 'a'+i*7%26, 'a'+i%26))}
 				if i%4 == 0 {
 					attackSKUs("PA-1", "PA-12")(&in) // a dup in the same range
 				}
-				_, err := f.s.Create(ctx, in)
+				_, err := f.s.CreateOrder(ctx, in)
 				return err
 			})
-			want := oracleSearch(unionEvery(t, f), store.Query{Q: "pa"})
+			want := oracleSearch(unionEvery(t, f), store.OrderQuery{Q: "pa"})
 			if len(want) != n {
 				t.Fatalf("pa: %d matches, want %d", len(want), n)
 			}
@@ -386,7 +386,7 @@ func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
 					default:
 					}
 					id := int64(1 + rnd.IntN(n))
-					o, err := f.s.Get(ctx, id)
+					o, err := f.s.GetOrder(ctx, id)
 					if err != nil {
 						t.Errorf("get %d: %v", id, err)
 						return
@@ -395,7 +395,7 @@ func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
 					if len(to) == 0 {
 						continue
 					}
-					if _, err := f.s.Update(ctx, id, store.Input{Status: ptr(to[rnd.IntN(len(to))])}, 0); err != nil {
+					if _, err := f.s.UpdateOrder(ctx, id, store.OrderInput{Status: ptr(to[rnd.IntN(len(to))])}, 0); err != nil {
 						t.Errorf("move %d: %v", id, err)
 						return
 					}
@@ -410,7 +410,7 @@ func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
 				if pp == 1 && i%8 != 0 {
 					pp = 3
 				}
-				q := store.Query{Q: "pa", PerPage: pp}
+				q := store.OrderQuery{Q: "pa", PerPage: pp}
 				var got []int64
 				for page := 1; page <= n/pp+1; page++ {
 					q.Page = page
@@ -446,7 +446,7 @@ func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
 			}
 			all := unionEvery(t, f)
 			for _, st := range append([]store.Status{""}, store.Statuses...) {
-				q := store.Query{Q: "pa", Status: st}
+				q := store.OrderQuery{Q: "pa", Status: st}
 				unionJoined(t, f, q, unionOracle(all, q), 57)
 			}
 		})
@@ -508,15 +508,15 @@ func TestUnionAttackClusterSettleListsAnOrderTwice(t *testing.T) {
 	if member == "" {
 		t.Fatalf("no kbd-61 entry among %q", ms)
 	}
-	var pages []store.Page
+	var pages []store.OrderPage
 	h := &splitZAdd{key: f.prefix + "ix:{w}:confirmed:k", member: member, between: func() {
-		for _, q := range []store.Query{{Q: "kbd"}, {Q: "kbd", Status: store.Confirmed}, {Q: "kbd", Page: 2, PerPage: 3}} {
+		for _, q := range []store.OrderQuery{{Q: "kbd"}, {Q: "kbd", Status: store.Confirmed}, {Q: "kbd", Page: 2, PerPage: 3}} {
 			pages = append(pages, f.list(t, q))
 		}
 	}}
 	h.armed.Store(true)
 	hs := store.New(hookedCluster(t, addrs, h), store.Options{Prefix: f.prefix, Cluster: true})
-	if _, err := hs.Update(ctx, x.ID, store.Input{Status: ptr("confirmed")}, 0); err != nil {
+	if _, err := hs.UpdateOrder(ctx, x.ID, store.OrderInput{Status: ptr("confirmed")}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if h.armed.Load() {
@@ -533,7 +533,7 @@ func TestUnionAttackClusterSettleListsAnOrderTwice(t *testing.T) {
 			t.Errorf("search %d during the settle: order %d listed %d times: %v (total %d, want at most 6)", i, x.ID, n, ids(p), p.Total)
 		}
 	}
-	if p := f.list(t, store.Query{Q: "kbd"}); p.Total != 6 || len(p.Orders) != 6 {
+	if p := f.list(t, store.OrderQuery{Q: "kbd"}); p.Total != 6 || len(p.Orders) != 6 {
 		t.Errorf("at rest: %v total %d, want 6 orders", ids(p), p.Total)
 	}
 }
@@ -557,24 +557,24 @@ func TestUnionAttackRoundTrips(t *testing.T) {
 	for i := range 30 { // "12" words: the digits term has a page to read
 		o := f.create(t, fmt.Sprintf("12%c Lee", 'a'+i))
 		if i%2 == 0 {
-			f.update(t, o.ID, store.Input{Status: ptr("confirmed")})
+			f.update(t, o.ID, store.OrderInput{Status: ptr("confirmed")})
 		}
 	}
 	c, n := testutil.CountingClient(t, tg)
 	s := store.New(c, store.Options{Prefix: f.prefix})
 	for _, c := range []struct {
-		q   store.Query
+		q   store.OrderQuery
 		max int64
 	}{
-		{store.Query{Q: "t"}, 2}, {store.Query{Q: "t", Page: 11, PerPage: 25}, 2}, {store.Query{Q: "t", Page: 256, PerPage: 1}, 2},
-		{store.Query{Q: "t", Page: 257, PerPage: 1}, 2}, {store.Query{Q: "t", Page: 4, PerPage: 100}, 2}, {store.Query{Q: "a", Page: 3, PerPage: 100}, 2},
-		{store.Query{Q: "12"}, 2}, {store.Query{Q: "12", Page: 3, PerPage: 7}, 2}, {store.Query{Q: "t", Status: store.Delivered, Page: 3, PerPage: 100}, 2},
-		{store.Query{Q: "12", Status: store.Confirmed, Page: 2, PerPage: 3}, 2}, {store.Query{Q: "12", Status: store.Delivered}, 2},
-		{store.Query{Q: "t a", Status: store.Delivered, Page: 2}, 4}, {store.Query{Q: "12 t", Status: store.Delivered}, 5},
-		{store.Query{Q: "t a m", Page: 3, PerPage: 10}, 5},
+		{store.OrderQuery{Q: "t"}, 2}, {store.OrderQuery{Q: "t", Page: 11, PerPage: 25}, 2}, {store.OrderQuery{Q: "t", Page: 256, PerPage: 1}, 2},
+		{store.OrderQuery{Q: "t", Page: 257, PerPage: 1}, 2}, {store.OrderQuery{Q: "t", Page: 4, PerPage: 100}, 2}, {store.OrderQuery{Q: "a", Page: 3, PerPage: 100}, 2},
+		{store.OrderQuery{Q: "12"}, 2}, {store.OrderQuery{Q: "12", Page: 3, PerPage: 7}, 2}, {store.OrderQuery{Q: "t", Status: store.Delivered, Page: 3, PerPage: 100}, 2},
+		{store.OrderQuery{Q: "12", Status: store.Confirmed, Page: 2, PerPage: 3}, 2}, {store.OrderQuery{Q: "12", Status: store.Delivered}, 2},
+		{store.OrderQuery{Q: "t a", Status: store.Delivered, Page: 2}, 4}, {store.OrderQuery{Q: "12 t", Status: store.Delivered}, 5},
+		{store.OrderQuery{Q: "t a m", Page: 3, PerPage: 10}, 5},
 	} {
 		n.Reset()
-		p, err := s.List(context.Background(), c.q)
+		p, err := s.ListOrders(context.Background(), c.q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -611,7 +611,7 @@ func TestUnionAttackDatedSortAtTenThousand(t *testing.T) {
 			if len(all) != store.MaxCandidates+1 {
 				t.Fatalf("%d orders", len(all))
 			}
-			check := func(q store.Query) {
+			check := func(q store.OrderQuery) {
 				t.Helper()
 				want := oracleSorted(all, q)
 				p := f.list(t, q)
@@ -622,15 +622,15 @@ func TestUnionAttackDatedSortAtTenThousand(t *testing.T) {
 						q.Sort, q.Status, q.From.Format(time.DateOnly), q.To.Format(time.DateOnly), q.Page, q.PerPage, p.Total, p.TotalIsLowerBound, len(p.Orders), len(want), w)
 				}
 			}
-			check(store.Query{Sort: store.SortCustomer, To: day0, Page: 1, PerPage: 100})
-			check(store.Query{Sort: store.SortCustomer, To: day0, Page: 100, PerPage: 100}) // the last: the 10,000th
-			check(store.Query{Sort: store.SortCustomer, To: day0, Page: 101, PerPage: 100})
-			check(store.Query{Sort: store.SortTotalDesc, To: day0, Page: 37, PerPage: 100})
-			check(store.Query{Sort: store.SortUpdated, To: day0, Page: 400, PerPage: 25})
-			check(store.Query{Sort: store.SortCustomerDesc, From: day0.AddDate(0, -3, 0), To: day0, Status: store.Delivered, Page: 2, PerPage: 100})
+			check(store.OrderQuery{Sort: store.SortCustomer, To: day0, Page: 1, PerPage: 100})
+			check(store.OrderQuery{Sort: store.SortCustomer, To: day0, Page: 100, PerPage: 100}) // the last: the 10,000th
+			check(store.OrderQuery{Sort: store.SortCustomer, To: day0, Page: 101, PerPage: 100})
+			check(store.OrderQuery{Sort: store.SortTotalDesc, To: day0, Page: 37, PerPage: 100})
+			check(store.OrderQuery{Sort: store.SortUpdated, To: day0, Page: 400, PerPage: 25})
+			check(store.OrderQuery{Sort: store.SortCustomerDesc, From: day0.AddDate(0, -3, 0), To: day0, Status: store.Delivered, Page: 2, PerPage: 100})
 
 			// 10,001 in the range.
-			q := store.Query{Sort: store.SortCustomer, To: day1, Page: 1, PerPage: 100}
+			q := store.OrderQuery{Sort: store.SortCustomer, To: day1, Page: 1, PerPage: 100}
 			want := oracleSorted(all, q)
 			p := f.list(t, q)
 			if p.Total > int64(len(want)) || !p.TotalIsLowerBound && p.Total != int64(len(want)) {
@@ -659,7 +659,7 @@ func TestUnionAttackUpgradeFromLayoutFour(t *testing.T) {
 			skus := []string{"KBD-60", "KBD-61", "KBD-6", "ANN-1", "12-X"}
 			rnd := rand.New(rand.NewPCG(3, 1))
 			for i := range 60 {
-				in := store.Input{Customer: ptr(words[rnd.IntN(len(words))] + " " + words[rnd.IntN(len(words))])}
+				in := store.OrderInput{Customer: ptr(words[rnd.IntN(len(words))] + " " + words[rnd.IntN(len(words))])}
 				var its []string
 				for range rnd.IntN(3) {
 					its = append(its, skus[rnd.IntN(len(skus))])
@@ -668,7 +668,7 @@ func TestUnionAttackUpgradeFromLayoutFour(t *testing.T) {
 				if i%4 == 0 {
 					in.Email = ptr(strings.ToLower(words[rnd.IntN(4)]) + "@ex.io")
 				}
-				o, err := f.s.Create(ctx, in)
+				o, err := f.s.CreateOrder(ctx, in)
 				must(t, err)
 				must(t, unionMove(ctx, f.s, o.ID, store.Statuses[i%5]))
 			}
@@ -688,7 +688,7 @@ func TestUnionAttackUpgradeFromLayoutFour(t *testing.T) {
 				return out
 			}
 			before := searchEntries()
-			must(t, f.s.Delete(ctx, 7, 0, 0))
+			must(t, f.s.DeleteOrder(ctx, 7, 0, 0))
 			after := searchEntries()
 			gone := slices.DeleteFunc(before, func(e string) bool { return slices.Contains(after, e) })
 
@@ -740,7 +740,7 @@ func TestUnionAttackUpgradeFromLayoutFour(t *testing.T) {
 			all := unionEvery(t, f)
 			for _, qs := range []string{"a", "ann", "anna", "kbd", "kbd-6", "kbd-61", "ж", "жанн", "𠀀", "12", "1", "b", "ann kbd", "12 ann"} {
 				for _, st := range append([]store.Status{""}, store.Statuses...) {
-					q := store.Query{Q: qs, Status: st}
+					q := store.OrderQuery{Q: qs, Status: st}
 					unionJoined(t, f, q, unionOracle(all, q), 7)
 				}
 			}

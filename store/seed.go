@@ -67,8 +67,10 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	if rnd == nil {
 		rnd = rand.New(rand.NewPCG(1, 2))
 	}
-	if err := s.seedProducts(ctx); err != nil {
-		return 0, err
+	for _, k := range registry {
+		if err := k.seedDemo(ctx, s); err != nil {
+			return 0, err
+		}
 	}
 	last, err := s.rdb.IncrBy(ctx, s.seqKey(), int64(n)).Result()
 	if err != nil {
@@ -111,7 +113,7 @@ func (s *Store) SeedIfEmpty(ctx context.Context, n int) (seeded bool, wrote int,
 		return false, 0, wrap(err)
 	}
 	defer s.rdb.Del(context.WithoutCancel(ctx), lock)
-	have, err := s.Count(ctx)
+	have, err := s.CountOrders(ctx)
 	if err != nil || have > 0 {
 		return false, 0, err
 	}
@@ -413,8 +415,8 @@ func scoreArgOf(f float64) any {
 	return f
 }
 
-// Count returns how many orders the collection holds.
-func (s *Store) Count(ctx context.Context) (int64, error) {
+// CountOrders returns how many orders the collection holds.
+func (s *Store) CountOrders(ctx context.Context) (int64, error) {
 	cmds := make([]*redis.IntCmd, len(Statuses))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, st := range Statuses {

@@ -54,31 +54,31 @@ func fresh(t *testing.T, tg testutil.Target) *fixture {
 	return &fixture{s: s, tg: tg, prefix: prefix, clock: c}
 }
 
-func (f *fixture) create(t *testing.T, customer string, mod ...func(*store.Input)) *store.Order {
+func (f *fixture) create(t *testing.T, customer string, mod ...func(*store.OrderInput)) *store.Order {
 	t.Helper()
-	in := store.Input{Customer: ptr(customer)}
+	in := store.OrderInput{Customer: ptr(customer)}
 	for _, m := range mod {
 		m(&in)
 	}
-	o, err := f.s.Create(context.Background(), in)
+	o, err := f.s.CreateOrder(context.Background(), in)
 	if err != nil {
 		t.Fatalf("Create(%q): %v", customer, err)
 	}
 	return o
 }
 
-func (f *fixture) update(t *testing.T, id int64, in store.Input) *store.Order {
+func (f *fixture) update(t *testing.T, id int64, in store.OrderInput) *store.Order {
 	t.Helper()
-	o, err := f.s.Update(context.Background(), id, in, 0)
+	o, err := f.s.UpdateOrder(context.Background(), id, in, 0)
 	if err != nil {
 		t.Fatalf("Update(%d): %v", id, err)
 	}
 	return o
 }
 
-func (f *fixture) list(t *testing.T, q store.Query) store.Page {
+func (f *fixture) list(t *testing.T, q store.OrderQuery) store.OrderPage {
 	t.Helper()
-	p, err := f.s.List(context.Background(), q)
+	p, err := f.s.ListOrders(context.Background(), q)
 	if err != nil {
 		t.Fatalf("List(%+v): %v", q, err)
 	}
@@ -123,7 +123,7 @@ func scanAll(ctx context.Context, c redis.Cmdable, match string) ([]string, erro
 	return out, iter.Err()
 }
 
-func ids(p store.Page) []int64 {
+func ids(p store.OrderPage) []int64 {
 	out := []int64{}
 	for _, o := range p.Orders {
 		out = append(out, o.ID)
@@ -132,7 +132,7 @@ func ids(p store.Page) []int64 {
 }
 
 // wantPage checks a page's ids and total.
-func wantPage(t *testing.T, what string, p store.Page, total int64, want ...int64) {
+func wantPage(t *testing.T, what string, p store.OrderPage, total int64, want ...int64) {
 	t.Helper()
 	if want == nil {
 		want = []int64{}
@@ -161,8 +161,8 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-func withItems(its ...store.ItemInput) func(*store.Input) {
-	return func(in *store.Input) { in.Items, in.HasItems = its, true }
+func withItems(its ...store.ItemInput) func(*store.OrderInput) {
+	return func(in *store.OrderInput) { in.Items, in.HasItems = its, true }
 }
 
 func runSuite(t *testing.T, tg testutil.Target) {
@@ -175,7 +175,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			{Name: "Tee", Quantity: "2", UnitPrice: "19.99"},
 			{SKU: "LMP.D_1", Name: "Lamp", Quantity: "1", UnitPrice: "1000000"},
 		}
-		o := f.create(t, "Ada Lovelace", withItems(its...), func(in *store.Input) { in.Email = ptr("ada@example.com") })
+		o := f.create(t, "Ada Lovelace", withItems(its...), func(in *store.OrderInput) { in.Email = ptr("ada@example.com") })
 		if o.ID != 1 || o.Version != 1 || o.Status != store.Pending || o.Currency != "USD" {
 			t.Errorf("got id %d version %d status %s currency %s, want 1, 1, pending, USD", o.ID, o.Version, o.Status, o.Currency)
 		}
@@ -203,12 +203,12 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			t.Errorf("order without items: got items %v count %d total %d, want [] 0 0", o.Items, o.ItemCount, o.Total)
 		}
 		// Invalid: nothing stored, no id used up.
-		_, err := f.s.Create(ctx, store.Input{Customer: ptr("")})
+		_, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr("")})
 		e := wantCode(t, "invalid create", err, store.EINVALID)
 		if e.Fields["customer"] != "is required" {
 			t.Errorf("fields: got %v, want customer: is required", e.Fields)
 		}
-		if n, _ := f.s.Count(ctx); n != 4 {
+		if n, _ := f.s.CountOrders(ctx); n != 4 {
 			t.Errorf("Count after invalid create: got %d, want 4", n)
 		}
 		if o := f.create(t, "After"); o.ID != 5 {
@@ -219,8 +219,8 @@ func runSuite(t *testing.T, tg testutil.Target) {
 	t.Run("Get", func(t *testing.T) {
 		f := fresh(t, tg)
 		o := f.create(t, "Grace Hopper", withItems(item(), item(), store.ItemInput{Name: "Third", Quantity: "7", UnitPrice: "0.01"}),
-			func(in *store.Input) { in.Notes = ptr("two\nlines"); in.Currency = ptr("EUR") })
-		got, err := f.s.Get(ctx, o.ID)
+			func(in *store.OrderInput) { in.Notes = ptr("two\nlines"); in.Currency = ptr("EUR") })
+		got, err := f.s.GetOrder(ctx, o.ID)
 		if err != nil {
 			t.Fatalf("Get: %v", err)
 		}
@@ -228,23 +228,23 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			t.Errorf("Get:\n got %s\nwant %s", g, w)
 		}
 		empty := f.create(t, "No Items")
-		if got, err := f.s.Get(ctx, empty.ID); err != nil || got.Items == nil || len(got.Items) != 0 {
+		if got, err := f.s.GetOrder(ctx, empty.ID); err != nil || got.Items == nil || len(got.Items) != 0 {
 			t.Errorf("Get of an order without items: got %+v, %v; want items []", got, err)
 		}
-		_, err = f.s.Get(ctx, 999)
+		_, err = f.s.GetOrder(ctx, 999)
 		wantCode(t, "Get missing", err, store.ENOTFOUND)
 	})
 
 	t.Run("Update", func(t *testing.T) {
 		f := fresh(t, tg)
-		o := f.create(t, "Ada Lovelace", withItems(item(), item()), func(in *store.Input) {
+		o := f.create(t, "Ada Lovelace", withItems(item(), item()), func(in *store.OrderInput) {
 			in.Email = ptr("ada@example.com")
 			in.Notes = ptr("first")
 		})
 		f.clock.Advance(time.Minute)
 
 		// Only the fields present change.
-		u := f.update(t, o.ID, store.Input{Notes: ptr("second")})
+		u := f.update(t, o.ID, store.OrderInput{Notes: ptr("second")})
 		if u.Notes != "second" || u.Customer != o.Customer || u.Email != o.Email || u.Status != o.Status ||
 			u.Currency != o.Currency || !slices.Equal(u.Items, o.Items) || u.Total != o.Total {
 			t.Errorf("notes-only update changed more: got %+v, from %+v", u, o)
@@ -252,41 +252,41 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		if u.Version != 2 || !u.CreatedAt.Equal(o.CreatedAt) || !u.UpdatedAt.Equal(f.clock.Now()) {
 			t.Errorf("got version %d created %v updated %v, want 2, %v, %v", u.Version, u.CreatedAt, u.UpdatedAt, o.CreatedAt, f.clock.Now().UTC())
 		}
-		if got, _ := f.s.Get(ctx, o.ID); jsonOf(t, got) != jsonOf(t, u) {
+		if got, _ := f.s.GetOrder(ctx, o.ID); jsonOf(t, got) != jsonOf(t, u) {
 			t.Errorf("Get after update:\n got %s\nwant %s", jsonOf(t, got), jsonOf(t, u))
 		}
 		// A clearing value is stored (not skipped as empty).
-		if u = f.update(t, o.ID, store.Input{Email: ptr(""), Notes: ptr("")}); u.Email != "" || u.Notes != "" {
+		if u = f.update(t, o.ID, store.OrderInput{Email: ptr(""), Notes: ptr("")}); u.Email != "" || u.Notes != "" {
 			t.Errorf("clearing email and notes: got %q %q", u.Email, u.Notes)
 		}
-		if got, _ := f.s.Get(ctx, o.ID); got.Email != "" || got.Notes != "" {
+		if got, _ := f.s.GetOrder(ctx, o.ID); got.Email != "" || got.Notes != "" {
 			t.Errorf("Get after clearing: got email %q notes %q, want empty", got.Email, got.Notes)
 		}
 		// An update that changes nothing keeps the version (CONTRACT §8), so
 		// it never makes a stale form out of someone else's.
 		unchanged := jsonOf(t, u)
-		if u = f.update(t, o.ID, store.Input{Status: ptr("pending")}); u.Version != 3 {
+		if u = f.update(t, o.ID, store.OrderInput{Status: ptr("pending")}); u.Version != 3 {
 			t.Errorf("same-status update: got version %d, want 3", u.Version)
 		}
-		if u = f.update(t, o.ID, store.Input{Customer: ptr("  Ada Lovelace "), Email: ptr("")}); u.Version != 3 {
+		if u = f.update(t, o.ID, store.OrderInput{Customer: ptr("  Ada Lovelace "), Email: ptr("")}); u.Version != 3 {
 			t.Errorf("update to the same values: got version %d, want 3", u.Version)
 		}
-		if u = f.update(t, o.ID, store.Input{}); u.Version != 3 {
+		if u = f.update(t, o.ID, store.OrderInput{}); u.Version != 3 {
 			t.Errorf("empty update: got version %d, want 3", u.Version)
 		}
-		if got, _ := f.s.Get(ctx, o.ID); jsonOf(t, got) != unchanged {
+		if got, _ := f.s.GetOrder(ctx, o.ID); jsonOf(t, got) != unchanged {
 			t.Errorf("a no-op update changed the stored order:\n got %s\nwant %s", jsonOf(t, got), unchanged)
 		}
 
 		// Items are replaced as a whole, and cleared with an empty list.
-		u = f.update(t, o.ID, store.Input{HasItems: true, Items: []store.ItemInput{{Name: "Only", Quantity: "4", UnitPrice: "2.50"}}})
+		u = f.update(t, o.ID, store.OrderInput{HasItems: true, Items: []store.ItemInput{{Name: "Only", Quantity: "4", UnitPrice: "2.50"}}})
 		want := []store.Item{{Name: "Only", Quantity: 4, UnitPrice: 250, LineTotal: 1000}}
-		got, _ := f.s.Get(ctx, o.ID)
+		got, _ := f.s.GetOrder(ctx, o.ID)
 		if !slices.Equal(u.Items, want) || !slices.Equal(got.Items, want) || got.ItemCount != 1 || got.Total != 1000 {
 			t.Errorf("replace items: got %+v (stored %+v count %d total %s), want %+v total 10.00", u.Items, got.Items, got.ItemCount, got.Total, want)
 		}
-		u = f.update(t, o.ID, store.Input{HasItems: true})
-		got, _ = f.s.Get(ctx, o.ID)
+		u = f.update(t, o.ID, store.OrderInput{HasItems: true})
+		got, _ = f.s.GetOrder(ctx, o.ID)
 		if len(u.Items) != 0 || len(got.Items) != 0 || got.ItemCount != 0 || got.Total != 0 {
 			t.Errorf("clear items: got %+v, stored %+v count %d total %s, want none", u.Items, got.Items, got.ItemCount, got.Total)
 		}
@@ -295,28 +295,28 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		}
 
 		// A stale version in the body: ECONFLICT with the stored order.
-		_, err := f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Stale"), Version: ptr(int64(3))}, 0)
+		_, err := f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Stale"), Version: ptr(int64(3))}, 0)
 		e := wantCode(t, "stale version", err, store.ECONFLICT)
 		if cur := e.CurrentOrder(); cur == nil || cur.Version != 5 || cur.Customer != "Ada Lovelace" {
 			t.Errorf("conflict Current: got %+v, want version 5 customer Ada Lovelace", e.Current)
 		}
 		// The current version in the body succeeds.
-		if u = f.update(t, o.ID, store.Input{Customer: ptr("Ada King"), Version: ptr(int64(5))}); u.Version != 6 || u.Customer != "Ada King" {
+		if u = f.update(t, o.ID, store.OrderInput{Customer: ptr("Ada King"), Version: ptr(int64(5))}); u.Version != 6 || u.Customer != "Ada King" {
 			t.Errorf("update with current version: got version %d customer %q, want 6, Ada King", u.Version, u.Customer)
 		}
 		// If-Match.
-		_, err = f.s.Update(ctx, o.ID, store.Input{Customer: ptr("Nope")}, 5)
+		_, err = f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Customer: ptr("Nope")}, 5)
 		e = wantCode(t, "If-Match mismatch", err, store.EPRECONDITION)
 		if cur := e.CurrentOrder(); cur == nil || cur.Version != 6 {
 			t.Errorf("precondition Current: got %+v, want version 6", e.Current)
 		}
-		if u, err = f.s.Update(ctx, o.ID, store.Input{Notes: ptr("matched")}, 6); err != nil || u.Version != 7 {
+		if u, err = f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Notes: ptr("matched")}, 6); err != nil || u.Version != 7 {
 			t.Errorf("If-Match current: got %v, %v; want version 7", u, err)
 		}
 
 		// Invalid values: EINVALID with fields, nothing stored.
-		before, _ := f.s.Get(ctx, o.ID)
-		_, err = f.s.Update(ctx, o.ID, store.Input{
+		before, _ := f.s.GetOrder(ctx, o.ID)
+		_, err = f.s.UpdateOrder(ctx, o.ID, store.OrderInput{
 			Customer: ptr("Changed"), Email: ptr("bad"), HasItems: true,
 			Items: []store.ItemInput{{Name: "x", Quantity: "0", UnitPrice: "1"}},
 		}, 0)
@@ -324,15 +324,15 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		if e.Fields["email"] == "" || e.Fields["items[0][quantity]"] == "" || len(e.Fields) != 2 {
 			t.Errorf("fields: got %v, want email and items[0][quantity]", e.Fields)
 		}
-		after, _ := f.s.Get(ctx, o.ID)
+		after, _ := f.s.GetOrder(ctx, o.ID)
 		if jsonOf(t, after) != jsonOf(t, before) {
 			t.Errorf("invalid update stored something:\n got %s\nwant %s", jsonOf(t, after), jsonOf(t, before))
 		}
-		if p := f.list(t, store.Query{Q: "changed"}); p.Total != 0 {
+		if p := f.list(t, store.OrderQuery{Q: "changed"}); p.Total != 0 {
 			t.Errorf("invalid update reached the name index: %v", ids(p))
 		}
 
-		_, err = f.s.Update(ctx, 999, store.Input{Notes: ptr("x")}, 0)
+		_, err = f.s.UpdateOrder(ctx, 999, store.OrderInput{Notes: ptr("x")}, 0)
 		wantCode(t, "Update missing", err, store.ENOTFOUND)
 	})
 
@@ -341,32 +341,32 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		a := f.create(t, "Ada Lovelace", withItems(item(), item()))
 		b := f.create(t, "Ada Byron", withItems(item()))
 		c := f.create(t, "Alan Turing")
-		f.update(t, b.ID, store.Input{Status: ptr("confirmed")})
+		f.update(t, b.ID, store.OrderInput{Status: ptr("confirmed")})
 
-		err := f.s.Delete(ctx, b.ID, 1, 0)
+		err := f.s.DeleteOrder(ctx, b.ID, 1, 0)
 		wantCode(t, "Delete with stale If-Match", err, store.EPRECONDITION)
 		if e, ok := err.(*store.Error); !ok || e.CurrentOrder() == nil || len(e.CurrentOrder().Items) != 1 {
 			t.Errorf("Delete 412: Current = %+v, want the stored order with its 1 item", e)
 		}
-		wantCode(t, "Delete with stale body version", f.s.Delete(ctx, b.ID, 0, 1), store.ECONFLICT)
-		if _, err := f.s.Get(ctx, b.ID); err != nil {
+		wantCode(t, "Delete with stale body version", f.s.DeleteOrder(ctx, b.ID, 0, 1), store.ECONFLICT)
+		if _, err := f.s.GetOrder(ctx, b.ID); err != nil {
 			t.Fatalf("refused delete removed the order: %v", err)
 		}
-		if err := f.s.Delete(ctx, b.ID, 2, 0); err != nil {
+		if err := f.s.DeleteOrder(ctx, b.ID, 2, 0); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
-		_, err = f.s.Get(ctx, b.ID)
+		_, err = f.s.GetOrder(ctx, b.ID)
 		wantCode(t, "Get deleted", err, store.ENOTFOUND)
-		wantCode(t, "Delete again", f.s.Delete(ctx, b.ID, 0, 0), store.ENOTFOUND)
-		wantCode(t, "Update deleted", func() error { _, err := f.s.Update(ctx, b.ID, store.Input{}, 0); return err }(), store.ENOTFOUND)
+		wantCode(t, "Delete again", f.s.DeleteOrder(ctx, b.ID, 0, 0), store.ENOTFOUND)
+		wantCode(t, "Update deleted", func() error { _, err := f.s.UpdateOrder(ctx, b.ID, store.OrderInput{}, 0); return err }(), store.ENOTFOUND)
 
-		if n, _ := f.s.Count(ctx); n != 2 {
+		if n, _ := f.s.CountOrders(ctx); n != 2 {
 			t.Errorf("Count: got %d, want 2", n)
 		}
-		wantPage(t, "list", f.list(t, store.Query{}), 2, c.ID, a.ID)
-		wantPage(t, "search ada", f.list(t, store.Query{Q: "ada"}), 1, a.ID)
-		wantPage(t, "confirmed", f.list(t, store.Query{Status: store.Confirmed}), 0)
-		wantPage(t, "search id", f.list(t, store.Query{Q: fmt.Sprint(b.ID)}), 0)
+		wantPage(t, "list", f.list(t, store.OrderQuery{}), 2, c.ID, a.ID)
+		wantPage(t, "search ada", f.list(t, store.OrderQuery{Q: "ada"}), 1, a.ID)
+		wantPage(t, "confirmed", f.list(t, store.OrderQuery{Status: store.Confirmed}), 0)
+		wantPage(t, "search id", f.list(t, store.OrderQuery{Q: fmt.Sprint(b.ID)}), 0)
 
 		// Nothing of the deleted orders is left: once all are gone, only the
 		// id counter remains, a tombstone per deleted id that expires (so no
@@ -374,7 +374,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		// which expires in 30 days, and the event stream, which keeps the
 		// last EventsKept events (CONTRACT §10).
 		for _, o := range []*store.Order{a, c} {
-			if err := f.s.Delete(ctx, o.ID, 0, 0); err != nil {
+			if err := f.s.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)
 			}
 		}
@@ -402,27 +402,27 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		for i := 1; i <= 5; i++ {
 			f.create(t, fmt.Sprintf("Customer %d", i))
 		}
-		wantPage(t, "all", f.list(t, store.Query{}), 5, 5, 4, 3, 2, 1)
-		wantPage(t, "page 1 of 2", f.list(t, store.Query{Page: 1, PerPage: 2}), 5, 5, 4)
-		wantPage(t, "page 2 of 2", f.list(t, store.Query{Page: 2, PerPage: 2}), 5, 3, 2)
-		wantPage(t, "page 3 of 2", f.list(t, store.Query{Page: 3, PerPage: 2}), 5, 1)
-		wantPage(t, "page past end", f.list(t, store.Query{Page: 4, PerPage: 2}), 5)
+		wantPage(t, "all", f.list(t, store.OrderQuery{}), 5, 5, 4, 3, 2, 1)
+		wantPage(t, "page 1 of 2", f.list(t, store.OrderQuery{Page: 1, PerPage: 2}), 5, 5, 4)
+		wantPage(t, "page 2 of 2", f.list(t, store.OrderQuery{Page: 2, PerPage: 2}), 5, 3, 2)
+		wantPage(t, "page 3 of 2", f.list(t, store.OrderQuery{Page: 3, PerPage: 2}), 5, 1)
+		wantPage(t, "page past end", f.list(t, store.OrderQuery{Page: 4, PerPage: 2}), 5)
 		// Huge pages are empty, never wrap around to the start.
 		for _, pg := range []int{1 << 40, math.MaxInt / 50, math.MaxInt/100 + 2, math.MaxInt} {
-			wantPage(t, fmt.Sprint("page ", pg), f.list(t, store.Query{Page: pg, PerPage: 100}), 5)
-			wantPage(t, fmt.Sprint("search, page ", pg), f.list(t, store.Query{Q: "cust", Page: pg, PerPage: 100}), 5)
-			wantPage(t, fmt.Sprint("digits, page ", pg), f.list(t, store.Query{Q: "3", Page: pg, PerPage: 100}), 1)
+			wantPage(t, fmt.Sprint("page ", pg), f.list(t, store.OrderQuery{Page: pg, PerPage: 100}), 5)
+			wantPage(t, fmt.Sprint("search, page ", pg), f.list(t, store.OrderQuery{Q: "cust", Page: pg, PerPage: 100}), 5)
+			wantPage(t, fmt.Sprint("digits, page ", pg), f.list(t, store.OrderQuery{Q: "3", Page: pg, PerPage: 100}), 1)
 		}
-		wantPage(t, "page 0", f.list(t, store.Query{Page: 0, PerPage: 2}), 5, 5, 4)
-		wantPage(t, "page -3", f.list(t, store.Query{Page: -3, PerPage: 2}), 5, 5, 4)
-		p := f.list(t, store.Query{Page: 2, PerPage: 2})
+		wantPage(t, "page 0", f.list(t, store.OrderQuery{Page: 0, PerPage: 2}), 5, 5, 4)
+		wantPage(t, "page -3", f.list(t, store.OrderQuery{Page: -3, PerPage: 2}), 5, 5, 4)
+		p := f.list(t, store.OrderQuery{Page: 2, PerPage: 2})
 		if p.Page != 2 || p.PerPage != 2 {
 			t.Errorf("page numbers: got %d/%d, want 2/2", p.Page, p.PerPage)
 		}
 		if p.Orders[0].Items != nil {
 			t.Errorf("List without Items loaded items: %+v", p.Orders[0].Items)
 		}
-		if p := f.list(t, store.Query{Page: 9}); p.Orders == nil {
+		if p := f.list(t, store.OrderQuery{Page: 9}); p.Orders == nil {
 			t.Errorf("empty page: Orders is nil, want []")
 		}
 	})
@@ -433,12 +433,12 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			t.Fatalf("Seed: %d, %v", n, err)
 		}
 		for _, tt := range []struct{ in, want int }{{0, 25}, {-5, 1}, {1, 1}, {100, 100}, {101, 100}, {500, 100}} {
-			p := f.list(t, store.Query{PerPage: tt.in})
+			p := f.list(t, store.OrderQuery{PerPage: tt.in})
 			if p.PerPage != tt.want || len(p.Orders) != tt.want || p.Total != 130 {
 				t.Errorf("per_page %d: got per_page %d, %d orders, total %d; want %d, %d, 130", tt.in, p.PerPage, len(p.Orders), p.Total, tt.want, tt.want)
 			}
 		}
-		p := f.list(t, store.Query{Page: 2, PerPage: 100})
+		p := f.list(t, store.OrderQuery{Page: 2, PerPage: 100})
 		if len(p.Orders) != 30 || p.Orders[0].ID != 30 || p.Orders[29].ID != 1 {
 			t.Errorf("page 2 of 100: got %d orders %v, want 30 from id 30 down to 1", len(p.Orders), ids(p))
 		}
@@ -450,19 +450,19 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			f.create(t, fmt.Sprintf("C%d", i))
 		}
 		for _, id := range []int64{2, 4, 5} {
-			f.update(t, id, store.Input{Status: ptr("confirmed")})
+			f.update(t, id, store.OrderInput{Status: ptr("confirmed")})
 		}
-		f.update(t, 3, store.Input{Status: ptr("cancelled")})
-		wantPage(t, "confirmed", f.list(t, store.Query{Status: store.Confirmed}), 3, 5, 4, 2)
-		wantPage(t, "confirmed page 2", f.list(t, store.Query{Status: store.Confirmed, Page: 2, PerPage: 2}), 3, 2)
-		wantPage(t, "pending", f.list(t, store.Query{Status: store.Pending}), 2, 6, 1)
-		wantPage(t, "cancelled", f.list(t, store.Query{Status: store.Cancelled}), 1, 3)
-		wantPage(t, "shipped", f.list(t, store.Query{Status: store.Shipped}), 0)
+		f.update(t, 3, store.OrderInput{Status: ptr("cancelled")})
+		wantPage(t, "confirmed", f.list(t, store.OrderQuery{Status: store.Confirmed}), 3, 5, 4, 2)
+		wantPage(t, "confirmed page 2", f.list(t, store.OrderQuery{Status: store.Confirmed, Page: 2, PerPage: 2}), 3, 2)
+		wantPage(t, "pending", f.list(t, store.OrderQuery{Status: store.Pending}), 2, 6, 1)
+		wantPage(t, "cancelled", f.list(t, store.OrderQuery{Status: store.Cancelled}), 1, 3)
+		wantPage(t, "shipped", f.list(t, store.OrderQuery{Status: store.Shipped}), 0)
 		// The filter follows a status change.
-		f.update(t, 4, store.Input{Status: ptr("shipped")})
-		wantPage(t, "confirmed after shipping 4", f.list(t, store.Query{Status: store.Confirmed}), 2, 5, 2)
-		wantPage(t, "shipped after shipping 4", f.list(t, store.Query{Status: store.Shipped}), 1, 4)
-		wantPage(t, "all", f.list(t, store.Query{}), 6, 6, 5, 4, 3, 2, 1)
+		f.update(t, 4, store.OrderInput{Status: ptr("shipped")})
+		wantPage(t, "confirmed after shipping 4", f.list(t, store.OrderQuery{Status: store.Confirmed}), 2, 5, 2)
+		wantPage(t, "shipped after shipping 4", f.list(t, store.OrderQuery{Status: store.Shipped}), 1, 4)
+		wantPage(t, "all", f.list(t, store.OrderQuery{}), 6, 6, 5, 4, 3, 2, 1)
 	})
 
 	t.Run("ListSearch", func(t *testing.T) {
@@ -472,35 +472,35 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			f.create(t, n)
 		}
 		// Name order, then newest first for equal (case-folded) names.
-		wantPage(t, "ada", f.list(t, store.Query{Q: "ada"}), 5, 6, 3, 1, 7, 4)
-		wantPage(t, "ADA L", f.list(t, store.Query{Q: "ADA L"}), 3, 6, 3, 1)
-		wantPage(t, "  ada lovelace  ", f.list(t, store.Query{Q: "  ada lovelace  "}), 3, 6, 3, 1)
-		wantPage(t, "ada page 2", f.list(t, store.Query{Q: "ada", Page: 2, PerPage: 3}), 5, 7, 4)
-		wantPage(t, "ada page 3", f.list(t, store.Query{Q: "ada", Page: 3, PerPage: 3}), 5)
-		wantPage(t, "a", f.list(t, store.Query{Q: "a"}), 6, 6, 3, 1, 7, 4, 2)
-		wantPage(t, "ádám (accents and case folded)", f.list(t, store.Query{Q: "ÁDÁM"}), 2, 7, 4)
-		wantPage(t, "lovelace (any word)", f.list(t, store.Query{Q: "lovelace"}), 3, 6, 3, 1)
-		wantPage(t, "ovelace (not the start of a word)", f.list(t, store.Query{Q: "ovelace"}), 0)
-		wantPage(t, "zzz", f.list(t, store.Query{Q: "zzz"}), 0)
-		wantPage(t, "blank q is no search", f.list(t, store.Query{Q: "   "}), 8, 8, 7, 6, 5, 4, 3, 2, 1)
+		wantPage(t, "ada", f.list(t, store.OrderQuery{Q: "ada"}), 5, 6, 3, 1, 7, 4)
+		wantPage(t, "ADA L", f.list(t, store.OrderQuery{Q: "ADA L"}), 3, 6, 3, 1)
+		wantPage(t, "  ada lovelace  ", f.list(t, store.OrderQuery{Q: "  ada lovelace  "}), 3, 6, 3, 1)
+		wantPage(t, "ada page 2", f.list(t, store.OrderQuery{Q: "ada", Page: 2, PerPage: 3}), 5, 7, 4)
+		wantPage(t, "ada page 3", f.list(t, store.OrderQuery{Q: "ada", Page: 3, PerPage: 3}), 5)
+		wantPage(t, "a", f.list(t, store.OrderQuery{Q: "a"}), 6, 6, 3, 1, 7, 4, 2)
+		wantPage(t, "ádám (accents and case folded)", f.list(t, store.OrderQuery{Q: "ÁDÁM"}), 2, 7, 4)
+		wantPage(t, "lovelace (any word)", f.list(t, store.OrderQuery{Q: "lovelace"}), 3, 6, 3, 1)
+		wantPage(t, "ovelace (not the start of a word)", f.list(t, store.OrderQuery{Q: "ovelace"}), 0)
+		wantPage(t, "zzz", f.list(t, store.OrderQuery{Q: "zzz"}), 0)
+		wantPage(t, "blank q is no search", f.list(t, store.OrderQuery{Q: "   "}), 8, 8, 7, 6, 5, 4, 3, 2, 1)
 
 		// Search and status filter together.
-		f.update(t, 3, store.Input{Status: ptr("confirmed")})
-		f.update(t, 2, store.Input{Status: ptr("confirmed")})
-		wantPage(t, "ada+confirmed", f.list(t, store.Query{Q: "ada", Status: store.Confirmed}), 1, 3)
-		wantPage(t, "ada+pending", f.list(t, store.Query{Q: "ada", Status: store.Pending}), 4, 6, 1, 7, 4)
-		wantPage(t, "a+confirmed", f.list(t, store.Query{Q: "a", Status: store.Confirmed}), 2, 3, 2)
+		f.update(t, 3, store.OrderInput{Status: ptr("confirmed")})
+		f.update(t, 2, store.OrderInput{Status: ptr("confirmed")})
+		wantPage(t, "ada+confirmed", f.list(t, store.OrderQuery{Q: "ada", Status: store.Confirmed}), 1, 3)
+		wantPage(t, "ada+pending", f.list(t, store.OrderQuery{Q: "ada", Status: store.Pending}), 4, 6, 1, 7, 4)
+		wantPage(t, "a+confirmed", f.list(t, store.OrderQuery{Q: "a", Status: store.Confirmed}), 2, 3, 2)
 
 		// The name index follows a change of name.
-		f.update(t, 1, store.Input{Customer: ptr("Zoe Zed")})
-		wantPage(t, "ada after rename", f.list(t, store.Query{Q: "ada"}), 4, 6, 3, 7, 4)
-		wantPage(t, "zoe after rename", f.list(t, store.Query{Q: "zoe"}), 1, 1)
-		wantPage(t, "zoe+pending after rename", f.list(t, store.Query{Q: "zoe", Status: store.Pending}), 1, 1)
+		f.update(t, 1, store.OrderInput{Customer: ptr("Zoe Zed")})
+		wantPage(t, "ada after rename", f.list(t, store.OrderQuery{Q: "ada"}), 4, 6, 3, 7, 4)
+		wantPage(t, "zoe after rename", f.list(t, store.OrderQuery{Q: "zoe"}), 1, 1)
+		wantPage(t, "zoe+pending after rename", f.list(t, store.OrderQuery{Q: "zoe", Status: store.Pending}), 1, 1)
 		// And a change of name and status at once.
-		f.update(t, 1, store.Input{Customer: ptr("Yves"), Status: ptr("cancelled")})
-		wantPage(t, "zoe after second rename", f.list(t, store.Query{Q: "zoe"}), 0)
-		wantPage(t, "yves+cancelled", f.list(t, store.Query{Q: "yves", Status: store.Cancelled}), 1, 1)
-		wantPage(t, "yves+pending", f.list(t, store.Query{Q: "yves", Status: store.Pending}), 0)
+		f.update(t, 1, store.OrderInput{Customer: ptr("Yves"), Status: ptr("cancelled")})
+		wantPage(t, "zoe after second rename", f.list(t, store.OrderQuery{Q: "zoe"}), 0)
+		wantPage(t, "yves+cancelled", f.list(t, store.OrderQuery{Q: "yves", Status: store.Cancelled}), 1, 1)
+		wantPage(t, "yves+pending", f.list(t, store.OrderQuery{Q: "yves", Status: store.Pending}), 0)
 	})
 
 	t.Run("ListSearchDigits", func(t *testing.T) {
@@ -516,11 +516,11 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		f.create(t, "Twelve Inc") // 12
 		// Names starting with "1", in name order: 1 stop shop (3),
 		// 100 acres (4), 12 monkeys ltd (1), 19 bakers (5).
-		wantPage(t, "q=1", f.list(t, store.Query{Q: "1"}), 4, 1, 3, 4, 5)
+		wantPage(t, "q=1", f.list(t, store.OrderQuery{Q: "1"}), 4, 1, 3, 4, 5)
 		for pp := 1; pp <= 4; pp++ {
 			var all []int64
 			for page := 1; page <= 5; page++ {
-				p := f.list(t, store.Query{Q: "1", Page: page, PerPage: pp})
+				p := f.list(t, store.OrderQuery{Q: "1", Page: page, PerPage: pp})
 				if p.Total != 4 {
 					t.Errorf("q=1 per_page %d page %d: total %d, want 4", pp, page, p.Total)
 				}
@@ -534,27 +534,27 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			}
 		}
 		// The exact id first, then the names: 12 is "Twelve Inc".
-		wantPage(t, "q=12", f.list(t, store.Query{Q: "12"}), 2, 12, 1)
-		wantPage(t, "q=12 page 1 of 1", f.list(t, store.Query{Q: "12", PerPage: 1}), 2, 12)
-		wantPage(t, "q=12 page 2 of 1", f.list(t, store.Query{Q: "12", Page: 2, PerPage: 1}), 2, 1)
-		wantPage(t, "q=12 page 3 of 1", f.list(t, store.Query{Q: "12", Page: 3, PerPage: 1}), 2)
-		wantPage(t, "q=2: id only", f.list(t, store.Query{Q: "2"}), 1, 2)
-		wantPage(t, "q=19: names only", f.list(t, store.Query{Q: "19"}), 1, 5)
-		wantPage(t, "q=19 page 2 of 1", f.list(t, store.Query{Q: "19", Page: 2, PerPage: 1}), 1)
-		wantPage(t, "q=99: nothing", f.list(t, store.Query{Q: "99"}), 0)
-		wantPage(t, "q=012 is a name search", f.list(t, store.Query{Q: "012"}), 0)
+		wantPage(t, "q=12", f.list(t, store.OrderQuery{Q: "12"}), 2, 12, 1)
+		wantPage(t, "q=12 page 1 of 1", f.list(t, store.OrderQuery{Q: "12", PerPage: 1}), 2, 12)
+		wantPage(t, "q=12 page 2 of 1", f.list(t, store.OrderQuery{Q: "12", Page: 2, PerPage: 1}), 2, 1)
+		wantPage(t, "q=12 page 3 of 1", f.list(t, store.OrderQuery{Q: "12", Page: 3, PerPage: 1}), 2)
+		wantPage(t, "q=2: id only", f.list(t, store.OrderQuery{Q: "2"}), 1, 2)
+		wantPage(t, "q=19: names only", f.list(t, store.OrderQuery{Q: "19"}), 1, 5)
+		wantPage(t, "q=19 page 2 of 1", f.list(t, store.OrderQuery{Q: "19", Page: 2, PerPage: 1}), 1)
+		wantPage(t, "q=99: nothing", f.list(t, store.OrderQuery{Q: "99"}), 0)
+		wantPage(t, "q=012 is a name search", f.list(t, store.OrderQuery{Q: "012"}), 0)
 		// With a status filter, the exact id only when it has that status.
-		f.update(t, 12, store.Input{Status: ptr("confirmed")})
-		f.update(t, 3, store.Input{Status: ptr("confirmed")})
-		wantPage(t, "q=12 confirmed", f.list(t, store.Query{Q: "12", Status: store.Confirmed}), 1, 12)
-		wantPage(t, "q=12 pending", f.list(t, store.Query{Q: "12", Status: store.Pending}), 1, 1)
-		wantPage(t, "q=1 confirmed", f.list(t, store.Query{Q: "1", Status: store.Confirmed}), 1, 3)
-		wantPage(t, "q=1 pending", f.list(t, store.Query{Q: "1", Status: store.Pending}), 3, 1, 4, 5)
+		f.update(t, 12, store.OrderInput{Status: ptr("confirmed")})
+		f.update(t, 3, store.OrderInput{Status: ptr("confirmed")})
+		wantPage(t, "q=12 confirmed", f.list(t, store.OrderQuery{Q: "12", Status: store.Confirmed}), 1, 12)
+		wantPage(t, "q=12 pending", f.list(t, store.OrderQuery{Q: "12", Status: store.Pending}), 1, 1)
+		wantPage(t, "q=1 confirmed", f.list(t, store.OrderQuery{Q: "1", Status: store.Confirmed}), 1, 3)
+		wantPage(t, "q=1 pending", f.list(t, store.OrderQuery{Q: "1", Status: store.Pending}), 3, 1, 4, 5)
 		// A deleted exact id is not listed.
-		if err := f.s.Delete(ctx, 12, 0, 0); err != nil {
+		if err := f.s.DeleteOrder(ctx, 12, 0, 0); err != nil {
 			t.Fatal(err)
 		}
-		wantPage(t, "q=12 after delete", f.list(t, store.Query{Q: "12"}), 1, 1)
+		wantPage(t, "q=12 after delete", f.list(t, store.OrderQuery{Q: "12"}), 1, 1)
 	})
 
 	t.Run("ListItems", func(t *testing.T) {
@@ -562,7 +562,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		a := f.create(t, "Ada", withItems(item(), item()))
 		f.create(t, "Bob")
 		c := f.create(t, "Cy", withItems(store.ItemInput{Name: "One", Quantity: "1", UnitPrice: "1"}))
-		p := f.list(t, store.Query{})
+		p := f.list(t, store.OrderQuery{})
 		for _, o := range p.Orders {
 			if o.Items != nil {
 				t.Errorf("order %d: items loaded without Query.Items: %+v", o.ID, o.Items)
@@ -571,7 +571,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		if p.Orders[2].ItemCount != 2 || p.Orders[2].Total != a.Total {
 			t.Errorf("summary of %d: got item_count %d total %s, want 2, %s", a.ID, p.Orders[2].ItemCount, p.Orders[2].Total, a.Total)
 		}
-		for _, q := range []store.Query{{Items: true}, {Items: true, Q: "a"}, {Items: true, Status: store.Pending}} {
+		for _, q := range []store.OrderQuery{{Items: true}, {Items: true, Q: "a"}, {Items: true, Status: store.Pending}} {
 			p := f.list(t, q)
 			for _, o := range p.Orders {
 				var want []store.Item
@@ -596,7 +596,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		errs := make([]error, n)
 		for i := range n {
 			wg.Go(func() {
-				_, errs[i] = f.s.Update(ctx, o.ID, store.Input{Notes: ptr(fmt.Sprint("writer ", i)), Version: ptr(o.Version)}, 0)
+				_, errs[i] = f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Notes: ptr(fmt.Sprint("writer ", i)), Version: ptr(o.Version)}, 0)
 			})
 		}
 		wg.Wait()
@@ -614,7 +614,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		if ok != 1 || conflict != n-1 {
 			t.Errorf("got %d successes and %d conflicts, want 1 and %d", ok, conflict, n-1)
 		}
-		if got, _ := f.s.Get(ctx, o.ID); got.Version != 2 {
+		if got, _ := f.s.GetOrder(ctx, o.ID); got.Version != 2 {
 			t.Errorf("final version: got %d, want 2", got.Version)
 		}
 	})
@@ -628,7 +628,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		versions := make([]int64, n)
 		for i := range n {
 			wg.Go(func() {
-				u, err := f.s.Update(ctx, o.ID, store.Input{Notes: ptr(fmt.Sprint("writer ", i))}, 0)
+				u, err := f.s.UpdateOrder(ctx, o.ID, store.OrderInput{Notes: ptr(fmt.Sprint("writer ", i))}, 0)
 				errs[i] = err
 				if u != nil {
 					versions[i] = u.Version
@@ -648,7 +648,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 				break
 			}
 		}
-		if got, _ := f.s.Get(ctx, o.ID); got.Version != n+1 {
+		if got, _ := f.s.GetOrder(ctx, o.ID); got.Version != n+1 {
 			t.Errorf("final version: got %d, want %d", got.Version, n+1)
 		}
 	})
@@ -659,10 +659,10 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		if err != nil || n != 50 {
 			t.Fatalf("Seed: got %d, %v; want 50", n, err)
 		}
-		if c, err := f.s.Count(ctx); err != nil || c != 50 {
+		if c, err := f.s.CountOrders(ctx); err != nil || c != 50 {
 			t.Fatalf("Count: got %d, %v; want 50", c, err)
 		}
-		p := f.list(t, store.Query{PerPage: 100, Items: true})
+		p := f.list(t, store.OrderQuery{PerPage: 100, Items: true})
 		if len(p.Orders) != 50 || p.Total != 50 {
 			t.Fatalf("List: got %d orders, total %d; want 50", len(p.Orders), p.Total)
 		}
@@ -686,20 +686,20 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			if !o.Status.Valid() || o.Version != 1 || o.Customer == "" || o.Currency != "USD" {
 				t.Errorf("order %d: status %q version %d customer %q currency %q", o.ID, o.Status, o.Version, o.Customer, o.Currency)
 			}
-			if errs := store.Validate(nil, store.Input{Customer: &o.Customer, Email: &o.Email}); errs != nil {
+			if errs := store.Validate(nil, store.OrderInput{Customer: &o.Customer, Email: &o.Email}); errs != nil {
 				t.Errorf("order %d: seeded customer/email invalid: %v", o.ID, errs)
 			}
 		}
 		// Seeded orders are in every index: each status filter and a search.
 		var byStatus int64
 		for _, st := range store.Statuses {
-			byStatus += f.list(t, store.Query{Status: st}).Total
+			byStatus += f.list(t, store.OrderQuery{Status: st}).Total
 		}
 		if byStatus != 50 {
 			t.Errorf("sum of status totals: got %d, want 50", byStatus)
 		}
 		first := strings.Fields(p.Orders[0].Customer)[0]
-		if s := f.list(t, store.Query{Q: first, PerPage: 100}); s.Total == 0 || !slices.Contains(ids(s), p.Orders[0].ID) {
+		if s := f.list(t, store.OrderQuery{Q: first, PerPage: 100}); s.Total == 0 || !slices.Contains(ids(s), p.Orders[0].ID) {
 			t.Errorf("search %q: got %v, want it to include %d", first, ids(s), p.Orders[0].ID)
 		}
 		// A later create continues after the seeded ids.
@@ -716,7 +716,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		f.create(t, "12 Monkeys")
 		c, n := testutil.CountingClient(t, tg)
 		s := store.New(c, store.Options{Prefix: f.prefix, Cluster: tg.Cluster})
-		for _, q := range []store.Query{
+		for _, q := range []store.OrderQuery{
 			{PerPage: 10},
 			{PerPage: 100},
 			{PerPage: 100, Items: true},
@@ -727,7 +727,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			{PerPage: 100, Q: "12", Page: 1, Status: store.Pending},
 		} {
 			n.Reset()
-			p, err := s.List(ctx, q)
+			p, err := s.ListOrders(ctx, q)
 			if err != nil {
 				t.Fatalf("List(%+v): %v", q, err)
 			}
@@ -739,7 +739,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 			}
 		}
 		n.Reset()
-		if _, err := s.Get(ctx, 1); err != nil {
+		if _, err := s.GetOrder(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		if got := n.Calls(); got != 1 {

@@ -43,57 +43,6 @@ import (
 // An intent's age is measured by the reconciler's own clock, never by the
 // writer's.
 
-// ixEntry is one index entry: a member of a sorted set.
-type ixEntry struct {
-	Key    string
-	Member string
-	Score  float64
-}
-
-// kind describes how one resource is stored: its record key, how a record
-// hash is read and written, and the index entries a record belongs in.
-// Everything generic in this file works from it.
-type kind[T any] struct {
-	// name is the record keys' prefix ("o" for orders: o:{42}).
-	name string
-	// versionField is the hash field holding the version.
-	versionField string
-	// decode reads a record hash; ok is false when it is empty or damaged.
-	decode func(id int64, h map[string]string) (*T, bool)
-	// encode returns the record as HSET field-value arguments.
-	encode func(r *T) []any
-	// version returns a record's version.
-	version func(r *T) int64
-	// entries lists the index entries a record belongs in.
-	entries func(s *Store, r *T) []ixEntry
-	// indexes lists every index key the kind may write, with a function
-	// that reads the record id back from a member (for Repair).
-	indexes func(s *Store) []indexKey
-	// indexPattern, when set, matches more index keys (named after what
-	// they hold) that Repair finds with SCAN; their members end in the id
-	// as memberID reads it.
-	indexPattern func(s *Store) string
-	// slot, when set, puts every key of the kind in one Cluster slot: its
-	// records are name:{slot}:id, and its indexes and claims must carry the
-	// same hash tag. A write is then one transaction on a Cluster too (no
-	// intents), which claims need. For a collection that stays small (a
-	// catalogue), not for one that must spread over the nodes.
-	slot string
-	// claims lists the keys a record holds alone (a unique SKU): a write
-	// that would take a key another record holds fails with the error
-	// claimTaken makes, and nothing is written. Only with slot (or on a
-	// single Redis).
-	claims func(s *Store, r *T) []string
-	// claimTaken is the error for r wanting key, which record owner holds.
-	claimTaken func(r *T, key string, owner int64) error
-	// diff says what a change from before to after did (nil before: a
-	// create; nil after: a delete), for its history entry (history.go).
-	diff func(before, after *T) (map[string]FieldChange, *ItemChanges)
-	// event is a record's event data for live updates (events.go): its
-	// id, version and what a list shows of its state.
-	event func(r *T) []byte
-}
-
 // key is the record key of id.
 func (k *kind[T]) key(s *Store, id int64) string {
 	if k.slot != "" {
@@ -179,212 +128,292 @@ func entriesOrNil[T any](s *Store, k *kind[T], r *T) []ixEntry {
 // the next state (nil deletes; returning cur itself means nothing changes
 // and nothing is written), and stores it with its index entries, retrying
 // when another writer got in between. An *Error from fn is returned as is.
+//
+// Each attempt is a writeAttempt: on a Cluster it first plans and records
+// its intent (plan), then runs the record's transaction (commit: read,
+// check, claims, queue), then settles the indexes and adds the event
+// (finish).
 func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
-	return writeRecord(ctx, s, k, id, fn)
-}
-
-func writeRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
-	key := k.key(s, id)
-	sharded := k.sharded(s)
-	idText := strconv.FormatInt(id, 10)
-	tomb := key + ":gone" // same hash tag, same slot
-	decode := func(h map[string]string) *T {
-		cur, ok := k.decode(id, h)
-		if !ok {
-			if len(h) > 0 {
-				s.damaged(key, h)
-			}
-			return nil
-		}
-		return cur
-	}
+	w := &writer[T]{s: s, k: k, id: id, fn: fn, key: k.key(s, id), sharded: k.sharded(s), idText: strconv.FormatInt(id, 10)}
+	w.tomb = w.key + ":gone" // same hash tag, same slot
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		var (
-			ch            Change[T]
-			before, after []ixEntry
-			field, token  string
-			planned       *T
-			intentAt      time.Time
-		)
 		if attempt > 0 {
 			// Another writer got in between: step aside a little, longer
 			// each time, so a hot record's writers do not retry in lockstep.
 			time.Sleep(time.Duration(1+rand.IntN(2*min(attempt, 10))) * time.Millisecond)
 		}
-		if sharded {
-			// The intent is written before the WATCH, from a plain read:
-			// writing it inside would need a second connection while the
-			// WATCH holds one, and under load every connection of a node's
-			// pool can be held by writers waiting for another.
-			h, err := s.rdb.HGetAll(ctx, key).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return ch, wrap(err)
-			}
-			cur := decode(h)
-			next, err := fn(cur)
-			if err != nil {
-				return ch, wrap(err)
-			}
-			if next == cur {
-				return Change[T]{Before: cur, After: cur}, nil
-			}
-			planned = cur
-			before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
-			token = newToken()
-			field = k.name + ":" + idText + ":" + token
-			intentAt = time.Now()
-			if err := s.recordIntent(ctx, field, before, after); err != nil {
-				// It may have been written: the reconciler drops it harmlessly.
-				return ch, wrap(err)
+		a := &writeAttempt[T]{writer: w}
+		if w.sharded {
+			if done, err := a.plan(ctx); done || err != nil {
+				return a.ch, err
 			}
 		}
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			var hc *redis.MapStringStringCmd
-			var gone, taken *redis.IntCmd
-			var tail historyTail
-			if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-				hc, gone = p.HGetAll(ctx, key), p.Exists(ctx, tomb)
-				tail = readTail(ctx, p, key, false)
-				if sharded {
-					taken = p.Exists(ctx, takenKey(key, token))
-				}
-				return nil
-			}); err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			h := hc.Val()
-			cur := decode(h)
-			if sharded {
-				if !sameVersion(k, planned, cur) {
-					return redis.TxFailedErr // changed since the intent was written: again
-				}
-				if taken.Val() > 0 {
-					// The reconciler took the intent over before this
-					// WATCH: it settled the record as it was and deleted
-					// (or will delete) the intent, so a transaction under
-					// it could be left with no intent. A fresh one, then.
-					return redis.TxFailedErr
-				}
-				if time.Since(intentAt) > watchWithin {
-					// By this writer's own clock, whatever the others say:
-					// the taken mark lives takenTTL, so a WATCH very late
-					// might no longer see it. A fresh intent, then.
-					return redis.TxFailedErr
-				}
-			}
-			next, err := fn(cur)
-			if err != nil {
-				return err
-			}
-			ch = Change[T]{Before: cur, After: next}
-			if next == cur {
-				return nil
-			}
-			if cur == nil && next != nil && (len(h) > 0 || gone.Val() > 0) {
-				// Ids are never reused: not over a damaged record, and not
-				// for a record deleted within tombstoneTTL (a retried create,
-				// a counter that went back).
-				return errRecordExists
-			}
-			if !sharded {
-				before, after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
-			}
-			// Claims: the ones next takes, watched and checked free (a
-			// writer that takes one first makes this EXEC fail, and the
-			// retry sees it taken), and the ones cur gives up.
-			have, want := claimsOf(s, k, cur), claimsOf(s, k, next)
-			var take, give []string
-			for _, c := range want {
-				if !slices.Contains(have, c) {
-					take = append(take, c)
-				}
-			}
-			for _, c := range have {
-				if !slices.Contains(want, c) {
-					give = append(give, c)
-				}
-			}
-			if len(take) > 0 {
-				if err := tx.Watch(ctx, take...).Err(); err != nil {
-					return err
-				}
-				owners, err := tx.MGet(ctx, take...).Result()
-				if err != nil {
-					return err
-				}
-				for i, o := range owners {
-					if o, ok := o.(string); ok && o != idText {
-						owner, _ := ParseID(o)
-						return k.claimTaken(next, take[i], owner)
-					}
-				}
-			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				for _, c := range take {
-					p.Set(ctx, c, idText, 0)
-				}
-				for _, c := range give {
-					p.Del(ctx, c)
-				}
-				// A whole new hash: fields the record no longer has (a
-				// cleared email, dropped items, a damaged leftover) go.
-				p.Del(ctx, key)
-				if next != nil {
-					p.HSet(ctx, key, k.encode(next)...)
-				} else {
-					p.Set(ctx, tomb, "1", tombstoneTTL)
-				}
-				// The history entry, in the same transaction (its key has
-				// the record's hash tag, and is watched): exactly one per
-				// change.
-				queueHistory(ctx, p, key, tail, changeEntry(ctx, k, cur, next, s.now()))
-				if !sharded {
-					moveEntries(ctx, p, before, after)
-					// The event too, where the stream shares the
-					// transaction (events.go).
-					if action, data := changeEvent(k, cur, next); action != "" {
-						queueEvent(ctx, p, k.eventsKey(s), action, data)
-					}
-				}
-				return nil
-			})
-			return err
-		}, key, historyKey(key), notesKey(key))
+		err := s.rdb.Watch(ctx, a.commit(ctx), w.key, historyKey(w.key), notesKey(w.key))
 		if errors.Is(err, redis.TxFailedErr) {
-			if field != "" {
+			if a.field != "" {
 				// Nothing happened; the reconciler would find that too.
-				s.rdb.HDel(ctx, s.intentsKey(), field)
+				s.rdb.HDel(ctx, s.intentsKey(), a.field)
 			}
 			continue
 		}
 		if err != nil {
 			// The transaction may still have happened (a timeout after it
 			// was sent): the intent stays, and the reconciler settles it.
-			return ch, wrap(err)
+			return a.ch, wrap(err)
 		}
-		if field != "" {
-			stale := append(before, after...)
-			if err := settle(ctx, s, k, id, stale); err == nil {
-				// The event, which the transaction could not hold: when it
-				// cannot be added, the intent stays, and the reconciler
-				// that settles it adds the event of the record as it is.
-				if publishAfter(ctx, s, k, id, ch.Before, ch.After) == nil {
-					s.rdb.HDel(ctx, s.intentsKey(), field)
-				}
-			} else {
-				// The write happened and the intent stays for the
-				// reconciler: the write is still a success. But the
-				// reconciler may have taken the intent over and deleted it
-				// while this settle was on its way, and this settle may
-				// then have written entries of a state that is no more:
-				// the intent again.
-				_ = s.intentAgain(ctx, k.name, id, stale)
-			}
+		if a.field != "" {
+			a.finish(ctx)
 		}
-		return ch, nil
+		return a.ch, nil
 	}
 	return Change[T]{}, &Error{Code: EUNAVAILABLE, Message: "too many people are changing this record at once; try again in a moment",
 		Err: errors.New("too many concurrent writers")}
+}
+
+// writer is one write of record id: what every attempt shares.
+type writer[T any] struct {
+	s         *Store
+	k         *kind[T]
+	id        int64
+	fn        func(cur *T) (*T, error)
+	key, tomb string
+	idText    string
+	sharded   bool
+}
+
+// writeAttempt is one attempt of a write: the change it makes, and on a
+// Cluster the intent it recorded.
+type writeAttempt[T any] struct {
+	*writer[T]
+	ch            Change[T]
+	before, after []ixEntry
+	// field and token name the intent (a Cluster); planned is the record
+	// as the intent saw it, intentAt when it was recorded.
+	field, token string
+	planned      *T
+	intentAt     time.Time
+}
+
+// decode reads the record hash h; a damaged one is reported and missing.
+func (w *writer[T]) decode(h map[string]string) *T {
+	cur, ok := w.k.decode(w.id, h)
+	if !ok {
+		if len(h) > 0 {
+			w.s.damaged(w.key, h)
+		}
+		return nil
+	}
+	return cur
+}
+
+// plan records the intent of a sharded write: the index entries the record
+// has and will have. The intent is written before the WATCH, from a plain
+// read: writing it inside would need a second connection while the WATCH
+// holds one, and under load every connection of a node's pool can be held
+// by writers waiting for another. done says the write is over (fn changed
+// nothing, or failed).
+func (a *writeAttempt[T]) plan(ctx context.Context) (done bool, err error) {
+	s, k := a.s, a.k
+	h, err := s.rdb.HGetAll(ctx, a.key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return true, wrap(err)
+	}
+	cur := a.decode(h)
+	next, err := a.fn(cur)
+	if err != nil {
+		return true, wrap(err)
+	}
+	if next == cur {
+		a.ch = Change[T]{Before: cur, After: cur}
+		return true, nil
+	}
+	a.planned = cur
+	a.before, a.after = entriesOrNil(s, k, cur), entriesOrNil(s, k, next)
+	a.token = newToken()
+	a.field = k.name + ":" + a.idText + ":" + a.token
+	a.intentAt = time.Now()
+	if err := s.recordIntent(ctx, a.field, a.before, a.after); err != nil {
+		// It may have been written: the reconciler drops it harmlessly.
+		return true, wrap(err)
+	}
+	return false, nil
+}
+
+// commit is the record's transaction: it reads the record under WATCH,
+// checks that a sharded write's intent still holds, asks fn for the next
+// state, checks the claims, and queues the record, its history entry, its
+// claims, and (where they share the transaction) its index entries and
+// its event.
+func (a *writeAttempt[T]) commit(ctx context.Context) func(tx *redis.Tx) error {
+	return func(tx *redis.Tx) error {
+		h, gone, taken, tail, err := a.read(ctx, tx)
+		if err != nil {
+			return err
+		}
+		cur := a.decode(h)
+		if a.sharded {
+			if err := a.stillPlanned(cur, taken); err != nil {
+				return err
+			}
+		}
+		next, err := a.fn(cur)
+		if err != nil {
+			return err
+		}
+		a.ch = Change[T]{Before: cur, After: next}
+		if next == cur {
+			return nil
+		}
+		if cur == nil && next != nil && (len(h) > 0 || gone) {
+			// Ids are never reused: not over a damaged record, and not
+			// for a record deleted within tombstoneTTL (a retried create,
+			// a counter that went back).
+			return errRecordExists
+		}
+		if !a.sharded {
+			a.before, a.after = entriesOrNil(a.s, a.k, cur), entriesOrNil(a.s, a.k, next)
+		}
+		take, give, err := a.claims(ctx, tx, cur, next)
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			a.queue(ctx, p, cur, next, tail, take, give)
+			return nil
+		})
+		return err
+	}
+}
+
+// read reads, under the WATCH, the record hash, whether its tombstone is
+// there, whether the reconciler took this attempt's intent over (a
+// Cluster), and its history's tail.
+func (a *writeAttempt[T]) read(ctx context.Context, tx *redis.Tx) (h map[string]string, gone, taken bool, tail historyTail, err error) {
+	var hc *redis.MapStringStringCmd
+	var goneC, takenC *redis.IntCmd
+	if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hc, goneC = p.HGetAll(ctx, a.key), p.Exists(ctx, a.tomb)
+		tail = readTail(ctx, p, a.key, false)
+		if a.sharded {
+			takenC = p.Exists(ctx, takenKey(a.key, a.token))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, false, false, tail, err
+	}
+	if takenC != nil {
+		taken = takenC.Val() > 0
+	}
+	return hc.Val(), goneC.Val() > 0, taken, tail, nil
+}
+
+// stillPlanned checks, on a Cluster, that the intent recorded by plan still
+// names this transaction's change; redis.TxFailedErr starts over.
+func (a *writeAttempt[T]) stillPlanned(cur *T, taken bool) error {
+	if !sameVersion(a.k, a.planned, cur) {
+		return redis.TxFailedErr // changed since the intent was written: again
+	}
+	if taken {
+		// The reconciler took the intent over before this WATCH: it
+		// settled the record as it was and deleted (or will delete) the
+		// intent, so a transaction under it could be left with no intent.
+		// A fresh one, then.
+		return redis.TxFailedErr
+	}
+	if time.Since(a.intentAt) > watchWithin {
+		// By this writer's own clock, whatever the others say: the taken
+		// mark lives takenTTL, so a WATCH very late might no longer see
+		// it. A fresh intent, then.
+		return redis.TxFailedErr
+	}
+	return nil
+}
+
+// claims returns the claims next takes, watched and checked free (a
+// writer that takes one first makes this EXEC fail, and the retry sees it
+// taken), and the ones cur gives up.
+func (a *writeAttempt[T]) claims(ctx context.Context, tx *redis.Tx, cur, next *T) (take, give []string, err error) {
+	have, want := claimsOf(a.s, a.k, cur), claimsOf(a.s, a.k, next)
+	for _, c := range want {
+		if !slices.Contains(have, c) {
+			take = append(take, c)
+		}
+	}
+	for _, c := range have {
+		if !slices.Contains(want, c) {
+			give = append(give, c)
+		}
+	}
+	if len(take) == 0 {
+		return take, give, nil
+	}
+	if err := tx.Watch(ctx, take...).Err(); err != nil {
+		return nil, nil, err
+	}
+	owners, err := tx.MGet(ctx, take...).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, o := range owners {
+		if o, ok := o.(string); ok && o != a.idText {
+			owner, _ := ParseID(o)
+			return nil, nil, a.k.claimTaken(next, take[i], owner)
+		}
+	}
+	return take, give, nil
+}
+
+// queue queues the write in the transaction: the claims, the record (or
+// its tombstone), its history entry, and where they share the transaction
+// its index entries and its event.
+func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, next *T, tail historyTail, take, give []string) {
+	s, k := a.s, a.k
+	for _, c := range take {
+		p.Set(ctx, c, a.idText, 0)
+	}
+	for _, c := range give {
+		p.Del(ctx, c)
+	}
+	// A whole new hash: fields the record no longer has (a cleared email,
+	// dropped items, a damaged leftover) go.
+	p.Del(ctx, a.key)
+	if next != nil {
+		p.HSet(ctx, a.key, k.encode(next)...)
+	} else {
+		p.Set(ctx, a.tomb, "1", tombstoneTTL)
+	}
+	// The history entry, in the same transaction (its key has the
+	// record's hash tag, and is watched): exactly one per change.
+	queueHistory(ctx, p, a.key, tail, changeEntry(ctx, k, cur, next, s.now()))
+	if !a.sharded {
+		moveEntries(ctx, p, a.before, a.after)
+		// The event too, where the stream shares the transaction
+		// (events.go).
+		if action, data := changeEvent(k, cur, next); action != "" {
+			queueEvent(ctx, p, k.eventsKey(s), action, data)
+		}
+	}
+}
+
+// finish settles a sharded write's index entries and adds its event, which
+// the transaction could not hold, then deletes its intent. When the event
+// cannot be added, the intent stays, and the reconciler that settles it
+// adds the event of the record as it is.
+func (a *writeAttempt[T]) finish(ctx context.Context) {
+	s := a.s
+	stale := append(a.before, a.after...)
+	if err := settle(ctx, s, a.k, a.id, stale); err == nil {
+		if publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After) == nil {
+			s.rdb.HDel(ctx, s.intentsKey(), a.field)
+		}
+		return
+	}
+	// The write happened and the intent stays for the reconciler: the
+	// write is still a success. But the reconciler may have taken the
+	// intent over and deleted it while this settle was on its way, and
+	// this settle may then have written entries of a state that is no
+	// more: the intent again.
+	_ = s.intentAgain(ctx, a.k.name, a.id, stale)
 }
 
 // sameVersion reports whether a and b are the same state of a record: both
@@ -630,24 +659,6 @@ func (s *Store) fence(ctx context.Context, key string, tokens ...string) error {
 	})
 	return err
 }
-
-// settler settles one record of some kind; the reconciler finds it by the
-// kind's name.
-type settler interface {
-	settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error
-}
-
-// settleRecord settles the record's index entries, then adds the event of
-// the record as it is (its writer may not have added its own).
-func (k *kind[T]) settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error {
-	if err := settle(ctx, s, k, id, stale); err != nil {
-		return err
-	}
-	return k.publishCurrent(ctx, s, id)
-}
-
-// kinds lists every stored resource by its key prefix.
-var kinds = map[string]settler{}
 
 // reconcileAge is how long the reconciler must have seen an intent before
 // it takes it over from its writer, which normally deletes it within

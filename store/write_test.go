@@ -168,17 +168,17 @@ func TestRepairFindsAndFixesEveryDrift(t *testing.T) {
 			if r, err = f.s.Repair(ctx, false); err != nil || r.Missing+r.Dangling+r.Stale != 0 {
 				t.Errorf("check after repair: got %v, %v; want nothing wrong", r, err)
 			}
-			if p := f.list(t, store.Query{}); p.Total != 2 || len(p.Orders) != 2 {
+			if p := f.list(t, store.OrderQuery{}); p.Total != 2 || len(p.Orders) != 2 {
 				t.Errorf("list after repair: total %d, %d orders; want 2", p.Total, len(p.Orders))
 			}
-			if p := f.list(t, store.Query{Status: store.Confirmed}); p.Total != 0 {
+			if p := f.list(t, store.OrderQuery{Status: store.Confirmed}); p.Total != 0 {
 				t.Errorf("confirmed list after repair: total %d; want 0", p.Total)
 			}
 			// The damaged record reads as missing: skipped, not a panic.
-			if _, err := f.s.Get(ctx, 77); store.ErrorCode(err) != store.ENOTFOUND {
+			if _, err := f.s.GetOrder(ctx, 77); store.ErrorCode(err) != store.ENOTFOUND {
 				t.Errorf("Get of a damaged record: %v, want not found", err)
 			}
-			if _, err := f.s.Update(ctx, 77, store.Input{Customer: ptr("x")}, 0); store.ErrorCode(err) != store.ENOTFOUND {
+			if _, err := f.s.UpdateOrder(ctx, 77, store.OrderInput{Customer: ptr("x")}, 0); store.ErrorCode(err) != store.ENOTFOUND {
 				t.Errorf("Update of a damaged record: %v, want not found", err)
 			}
 		})
@@ -209,7 +209,7 @@ func TestCreateNeverOverwritesAnOrder(t *testing.T) {
 				t.Errorf("create after the counter went back: id %d, want 3 (1 and 2 are taken)", c.ID)
 			}
 			for _, o := range []*store.Order{a, b} {
-				if got, err := f.s.Get(ctx, o.ID); err != nil || got.Customer != o.Customer {
+				if got, err := f.s.GetOrder(ctx, o.ID); err != nil || got.Customer != o.Customer {
 					t.Errorf("order %d after the create: %+v, %v; want %q untouched", o.ID, got, err, o.Customer)
 				}
 			}

@@ -59,7 +59,7 @@ func Churn(t *testing.T, s *store.Store, workers int, d time.Duration) (live map
 				mu.Unlock()
 				switch op := rnd.IntN(10); {
 				case id == 0 || op < 2:
-					o, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprintf("Churn W%d N%d", w, i))})
+					o, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprintf("Churn W%d N%d", w, i))})
 					if err == nil {
 						ack(o.ID, o.Version, false)
 						mu.Lock()
@@ -70,27 +70,27 @@ func Churn(t *testing.T, s *store.Store, workers int, d time.Duration) (live map
 						mu.Unlock()
 					}
 				case op < 5:
-					o, err := s.Update(ctx, id, store.Input{Customer: ptr(fmt.Sprintf("Renamed W%d N%d", w, i))}, 0)
+					o, err := s.UpdateOrder(ctx, id, store.OrderInput{Customer: ptr(fmt.Sprintf("Renamed W%d N%d", w, i))}, 0)
 					if err == nil {
 						ack(o.ID, o.Version, false)
 					}
 				case op < 7:
-					o, err := s.Update(ctx, id, store.Input{Status: ptr(next[rnd.IntN(len(next))])}, 0)
+					o, err := s.UpdateOrder(ctx, id, store.OrderInput{Status: ptr(next[rnd.IntN(len(next))])}, 0)
 					if err == nil {
 						ack(o.ID, o.Version, false)
 					}
 				case op < 8:
 					// A stale version: must be refused unless it happens to be current.
-					o, err := s.Update(ctx, id, store.Input{Notes: ptr("stale " + strconv.Itoa(i)), Version: ptr(int64(1))}, 0)
+					o, err := s.UpdateOrder(ctx, id, store.OrderInput{Notes: ptr("stale " + strconv.Itoa(i)), Version: ptr(int64(1))}, 0)
 					if err == nil {
 						ack(o.ID, o.Version, false)
 					}
 				default:
-					cur, err := s.Get(ctx, id)
+					cur, err := s.GetOrder(ctx, id)
 					if err != nil {
 						continue
 					}
-					switch err := s.Delete(ctx, id, 0, cur.Version); {
+					switch err := s.DeleteOrder(ctx, id, 0, cur.Version); {
 					case err == nil:
 					case store.ErrorCode(err) == store.ECONFLICT || store.ErrorCode(err) == store.ENOTFOUND:
 						continue
@@ -135,17 +135,17 @@ func CheckWhole(t *testing.T, s *store.Store, limit time.Duration, live map[int6
 		t.Errorf("after %v the indexes are still wrong: %v", limit, r)
 	}
 	for id, v := range live {
-		o, err := s.Get(ctx, id)
+		o, err := s.GetOrder(ctx, id)
 		if err != nil || o.Version < v {
 			t.Errorf("acknowledged order %d (version %d): got %+v, %v", id, v, o, err)
 		}
 	}
 	for id := range deleted {
-		if _, err := s.Get(ctx, id); store.ErrorCode(err) != store.ENOTFOUND {
+		if _, err := s.GetOrder(ctx, id); store.ErrorCode(err) != store.ENOTFOUND {
 			t.Errorf("acknowledged delete of %d: Get says %v, want not found", id, err)
 		}
 	}
-	if p, err := s.List(ctx, store.Query{PerPage: 1}); err != nil || p.Total != int64(r.Records) {
+	if p, err := s.ListOrders(ctx, store.OrderQuery{PerPage: 1}); err != nil || p.Total != int64(r.Records) {
 		t.Errorf("List total: got %d (%v), want the %d stored orders", p.Total, err, r.Records)
 	}
 	return r

@@ -38,11 +38,11 @@ func main() {
 	rdb := redis.NewClient(o)
 	defer rdb.Close()
 	s := store.New(rdb, store.Options{})
-	n, err := s.Count(ctx)
+	n, err := s.CountOrders(ctx)
 	if err != nil || n == 0 {
 		log.Fatalf("no orders (%v): seed with bench/seedmem first", err)
 	}
-	costly := store.Query{Sort: store.Sort(*sort), From: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), PerPage: 25}
+	costly := store.OrderQuery{Sort: store.Sort(*sort), From: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), PerPage: 25}
 	if *days > 0 {
 		costly.From = time.Now().UTC().AddDate(0, 0, -*days)
 	}
@@ -51,9 +51,9 @@ func main() {
 		for end := time.Now().Add(*dur); time.Now().Before(end); {
 			start := time.Now()
 			req, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-			_, err := s.Get(req, 1+rand.Int64N(n))
+			_, err := s.GetOrder(req, 1+rand.Int64N(n))
 			if err == nil {
-				_, err = s.List(req, store.Query{PerPage: 25})
+				_, err = s.ListOrders(req, store.OrderQuery{PerPage: 25})
 			}
 			cancel()
 			if err != nil {
@@ -96,7 +96,7 @@ func main() {
 				q := costly
 				q.Page = 1 + rand.IntN(int(n)/25)
 				req, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-				_, err := s.List(req, q)
+				_, err := s.ListOrders(req, q)
 				cancel()
 				switch {
 				case err == nil:

@@ -62,7 +62,7 @@ func main() {
 		}
 		ctx, cancel := context.WithTimeout(c.UserContext(), 1500*time.Millisecond)
 		defer cancel()
-		ord, err := st.Get(ctx, id)
+		ord, err := st.GetOrder(ctx, id)
 		if err != nil {
 			return fiber.ErrNotFound
 		}

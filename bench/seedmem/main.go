@@ -38,7 +38,7 @@ func main() {
 	defer rdb.Close()
 	st := store.New(rdb, store.Options{})
 	if *report {
-		c, err := st.Count(ctx)
+		c, err := st.CountOrders(ctx)
 		if err != nil || c == 0 {
 			log.Fatalf("no orders to report on (%v)", err)
 		}
@@ -50,7 +50,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if c, err := st.Count(ctx); err != nil || c != 0 {
+	if c, err := st.CountOrders(ctx); err != nil || c != 0 {
 		log.Fatalf("the store must be empty (%d orders, %v): use -flush on a scratch Redis", c, err)
 	}
 	before := usedMemory(ctx, rdb)

@@ -38,7 +38,7 @@ func BenchmarkEmbeddedCreates(b *testing.B) {
 		for pb.Next() {
 			i := n.Add(1)
 			name, qty := "Bench "+strconv.FormatInt(i, 10), "2"
-			if _, err := s.Create(ctx, store.Input{Customer: &name, HasItems: true,
+			if _, err := s.CreateOrder(ctx, store.OrderInput{Customer: &name, HasItems: true,
 				Items: []store.ItemInput{{SKU: "SKU-1", Name: "Part", Quantity: qty, UnitPrice: "9.99"}}}); err != nil {
 				b.Error(err)
 				return

@@ -125,7 +125,7 @@ func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 	must(t, os.RemoveAll(dir))
 	must(t, os.WriteFile(dir, []byte("x"), 0o644))
 	s := store.New(e.Client(), store.Options{})
-	if _, err := s.Create(context.Background(), store.Input{Customer: ptr("Ada")}); err != nil {
+	if _, err := s.CreateOrder(context.Background(), store.OrderInput{Customer: ptr("Ada")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Snapshot(); err == nil {
@@ -215,18 +215,18 @@ func TestEmbeddedIdempotencyKeySurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openEmbedded(t, embedded.Options{Path: path})
-	first, err := store.New(e.Client(), store.Options{}).CreateOnce(ctx, "retry-1", "fp", store.Input{Customer: ptr("Ada")})
+	first, err := store.New(e.Client(), store.Options{}).CreateOrderOnce(ctx, "retry-1", "fp", store.OrderInput{Customer: ptr("Ada")})
 	must(t, err)
 	must(t, e.Close())
 	e2 := openEmbedded(t, embedded.Options{Path: path})
 	defer e2.Close()
 	s2 := store.New(e2.Client(), store.Options{})
-	again, err := s2.CreateOnce(ctx, "retry-1", "fp", store.Input{Customer: ptr("Ada")})
+	again, err := s2.CreateOrderOnce(ctx, "retry-1", "fp", store.OrderInput{Customer: ptr("Ada")})
 	must(t, err)
 	if again.ID != first.ID {
 		t.Errorf("the retry after a restart created order %d; want the first one, %d", again.ID, first.ID)
 	}
-	if n, _ := s2.Count(ctx); n != 1 {
+	if n, _ := s2.CountOrders(ctx); n != 1 {
 		t.Errorf("%d orders after the retry, want 1", n)
 	}
 	ttl, _ := e2.Client().TTL(ctx, findKey(t, e2.Client(), "idem:")).Result()
@@ -268,7 +268,7 @@ func TestEmbeddedSnapshotIsTheStoreState(t *testing.T) {
 				return
 			default:
 			}
-			_, _ = s.CreateOnce(ctx, fmt.Sprintf("key-%d", i%50), "fp", store.Input{Customer: ptr("Idem")})
+			_, _ = s.CreateOrderOnce(ctx, fmt.Sprintf("key-%d", i%50), "fp", store.OrderInput{Customer: ptr("Idem")})
 		}
 	}()
 	testutil.Churn(t, s, 8, 2*time.Second)
@@ -872,14 +872,14 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	s := store.New(e.Client(), store.Options{})
 	for i := range 2 {
-		_, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Kept ", i))})
+		_, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Kept ", i))})
 		must(t, err)
 	}
 	must(t, e.Snapshot())
 	backup, err := os.ReadFile(path)
 	must(t, err)
 	for i := range 3 {
-		_, err := s.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("Lost ", i))})
+		_, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Lost ", i))})
 		must(t, err)
 	}
 	before := testutil.Events(t, s.Feed(store.OrderEvents), "0-0")
@@ -898,7 +898,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 	s2 := store.New(e2.Client(), store.Options{})
 	feed := s2.Feed(store.OrderEvents)
 	for i := range 2 {
-		_, err := s2.Create(ctx, store.Input{Customer: ptr(fmt.Sprint("After ", i))})
+		_, err := s2.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("After ", i))})
 		must(t, err)
 	}
 	after := testutil.Events(t, feed, "0-0")

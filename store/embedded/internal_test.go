@@ -110,8 +110,8 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 				default:
 				}
 				c := fmt.Sprintf("W%d N%d", w, i)
-				if o, err := s.Create(ctx, store.Input{Customer: &c}); err == nil {
-					_, _ = s.Update(ctx, o.ID, store.Input{Notes: &c}, 0)
+				if o, err := s.CreateOrder(ctx, store.OrderInput{Customer: &c}); err == nil {
+					_, _ = s.UpdateOrder(ctx, o.ID, store.OrderInput{Notes: &c}, 0)
 				}
 			}
 		}()

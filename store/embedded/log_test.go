@@ -101,7 +101,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 	write := func(round int) {
 		for i := range 30 {
 			name := fmt.Sprintf("Ada %d-%d", round, i)
-			o, err := s.Create(ctx, store.Input{Customer: &name, HasItems: true, Items: []store.ItemInput{{SKU: "K-1", Name: "Key", Quantity: "2", UnitPrice: "1.50"}}})
+			o, err := s.CreateOrder(ctx, store.OrderInput{Customer: &name, HasItems: true, Items: []store.ItemInput{{SKU: "K-1", Name: "Key", Quantity: "2", UnitPrice: "1.50"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,18 +111,18 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 			switch i % 3 {
 			case 0:
 				name := fmt.Sprintf("Grace %d-%d", round, i)
-				if _, err := s.Update(ctx, id, store.Input{Customer: &name}, 0); err != nil && !strings.Contains(err.Error(), "not found") {
+				if _, err := s.UpdateOrder(ctx, id, store.OrderInput{Customer: &name}, 0); err != nil && !strings.Contains(err.Error(), "not found") {
 					t.Fatal(err)
 				}
 			case 1:
 				st := "confirmed"
-				_, _ = s.Update(ctx, id, store.Input{Status: &st}, 0)
+				_, _ = s.UpdateOrder(ctx, id, store.OrderInput{Status: &st}, 0)
 			}
 		}
 		for _, id := range ids[len(ids)-5:] {
-			_ = s.Delete(ctx, id, 0, 0)
+			_ = s.DeleteOrder(ctx, id, 0, 0)
 		}
-		_, _ = s.CreateOnce(ctx, "idem-"+strconv.Itoa(round), "fp", store.Input{Customer: ptr("Idem")})
+		_, _ = s.CreateOrderOnce(ctx, "idem-"+strconv.Itoa(round), "fp", store.OrderInput{Customer: ptr("Idem")})
 		r := strconv.Itoa(round)
 		for _, err := range []error{
 			c.HSet(ctx, "h", "a", r, "b", "2", "c", "3").Err(),
@@ -177,7 +177,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 	// The id counter came back with the rest: a new order gets a new id.
-	o, err := store.New(e2.client, store.Options{}).Create(ctx, store.Input{Customer: ptr("After")})
+	o, err := store.New(e2.client, store.Options{}).CreateOrder(ctx, store.OrderInput{Customer: ptr("After")})
 	must(t, err)
 	if last := ids[len(ids)-1]; o.ID <= last {
 		t.Errorf("the first order after the restart got id %d; %d was handed out before", o.ID, last)
