@@ -419,6 +419,7 @@ func checkMessage(t *testing.T, what string, r *testutil.Resp, wantJSON bool, ms
 // TestBadInput sends malformed requests in JSON and HTML and finds each
 // answered 4xx, with a message, and nothing stored.
 func TestBadInput(t *testing.T) {
+	testutil.Long(t)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -494,6 +495,7 @@ func TestBadInput(t *testing.T) {
 // refuses while reading them (app.Test cannot send those) to the built
 // binary on its embedded store.
 func TestBadInputOverHTTP(t *testing.T) {
+	testutil.Long(t)
 	app := startApp(t, "")
 	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Existing"}), testutil.HJSON).WantStatus(t, 201)
 	five := strings.Repeat("x", 5<<20)

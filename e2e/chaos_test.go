@@ -475,6 +475,7 @@ func reportChaos(t *testing.T, name string, workers int, d time.Duration, a *ack
 // total and search agrees with the orders that exist, and every
 // acknowledged write is there (issue 8, test a).
 func TestChaos(t *testing.T) {
+	testutil.Long(t)
 	d := chaosDuration()
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {
@@ -509,6 +510,7 @@ func TestChaos(t *testing.T) {
 // shorter than the Cluster's 1 s node timeout, so no failover. After 5 s
 // the invariants hold (issue 8, test b).
 func TestChaosWithFaults(t *testing.T) {
+	testutil.Long(t)
 	d := chaosDuration()
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {

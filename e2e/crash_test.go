@@ -212,6 +212,7 @@ func runLoad(base string, seed uint64, st *loadState, n *loadCounts, stop <-chan
 // its order, no order without its index entries, and no acknowledged order
 // lost.
 func TestCrashAtomicity(t *testing.T) {
+	testutil.Long(t)
 	rs := startRedis(t, 0)
 	rdb := rs.client(t)
 	seed := uint64(time.Now().UnixNano())

@@ -26,6 +26,7 @@ import (
 // acknowledged order is there at its last acknowledged version, every
 // acknowledged delete is gone, and every list agrees (issue 8, test d).
 func TestEmbeddedStoreUnderLoadAndRestart(t *testing.T) {
+	testutil.Long(t)
 	d := 10 * time.Second
 	if n, err := strconv.Atoi(os.Getenv("ORDERS_EMBEDDED_SECONDS")); err == nil && n > 0 {
 		d = time.Duration(n) * time.Second

@@ -141,9 +141,7 @@ func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
 // 60 s), /readyz must say 503 between the kill and the promotion and 200
 // after, and every acknowledged write must be readable, and listed, after.
 func TestClusterFailoverWithinSeconds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a six-node cluster")
-	}
+	testutil.Long(t)
 	tc := startCluster(t, 3, 1)
 	app := startApp(t, tc.addrs())
 	victim, replica := tc.aMasterWithReplica(t)

@@ -39,7 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testutil.Run(m)
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
@@ -71,7 +71,7 @@ func appBinary(t testing.TB) string {
 	return buildBin
 }
 
-// redisServerPath returns redis-server's path, or skips loudly (fails with
+// redisServerPath returns redis-server's path, or skips (fails with
 // ORDERS_REQUIRE_REDIS=1) when it is not installed.
 func redisServerPath(t testing.TB) string {
 	t.Helper()
@@ -80,9 +80,7 @@ func redisServerPath(t testing.TB) string {
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 			t.Fatalf("*** redis-server is not installed (%v), and ORDERS_REQUIRE_REDIS=1 ***", err)
 		}
-		t.Logf("*** SKIPPING %s: redis-server is not installed (%v); install redis-server or run .ci/run ***", t.Name(), err)
-		fmt.Fprintf(os.Stderr, "*** SKIPPING %s: redis-server is not installed ***\n", t.Name())
-		t.Skip("redis-server is not installed")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	return p
 }

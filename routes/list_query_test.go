@@ -281,9 +281,7 @@ func wantKeeps(t *testing.T, what, link string, full url.Values, except ...strin
 // of several terms that examines more than store.MaxCandidates orders says
 // true, and the page says "at least".
 func TestListLowerBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds more than store.MaxCandidates orders")
-	}
+	testutil.Long(t)
 	tg := testutil.Miniredis(t)
 	st := store.New(tg.Client, store.Options{})
 	// Examining 10,000 candidates on miniredis takes longer than the

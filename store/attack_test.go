@@ -34,7 +34,7 @@ func clusterTarget(t *testing.T) (testutil.Target, []string) {
 	if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 		t.Fatal("*** ORDERS_TEST_CLUSTER is not set, and ORDERS_REQUIRE_REDIS=1 ***")
 	}
-	t.Skip("*** SKIPPING: no Redis Cluster (set ORDERS_TEST_CLUSTER=host:port,… or run .ci/run) ***")
+	testutil.Skip(t, testutil.NoCluster)
 	return testutil.Target{}, nil
 }
 
@@ -591,6 +591,7 @@ func TestAttackReconcilerSettleBesideItsWriter(t *testing.T) {
 // the reconciler runs: the repair may neither remove a right entry nor add
 // a stale one that stays, and no acknowledged write may go missing.
 func TestAttackRepairBesideWriters(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -903,6 +904,7 @@ func TestAttackNoOpPut(t *testing.T) {
 // statuses) on every target; afterwards each name search finds it exactly
 // when its name matches, and the indexes are whole.
 func TestAttackABA(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)

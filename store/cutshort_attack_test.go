@@ -58,6 +58,7 @@ func singleTargets(t *testing.T) []testutil.Target {
 // dangling or 6 stale entries stayed for good; a stale one no reader
 // removes.
 func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
+	testutil.Long(t)
 	for _, change := range []string{"delete", "confirm"} {
 		for _, tg := range singleTargets(t) { // fresh targets for each change
 			t.Run(change+"/"+tg.Name+"-cluster-path", func(t *testing.T) {

@@ -40,6 +40,7 @@ func openEmbedded(t *testing.T, opt store.EmbeddedOptions) *store.Embedded {
 // Close and a reopen every acknowledged order is there at its last
 // acknowledged version, with every index whole.
 func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
+	testutil.Long(t)
 	d := 3 * time.Second
 	if s := os.Getenv("ORDERS_EMBEDDED_SECONDS"); s != "" {
 		if n, err := time.ParseDuration(s + "s"); err == nil {
@@ -920,6 +921,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 // (a live stream taking its slot) run while snapshots are taken. The
 // store keeps answering, and every snapshot is written.
 func TestEmbeddedScriptsThatWriteNeverStopTheStore(t *testing.T) {
+	testutil.Long(t)
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openEmbedded(t, store.EmbeddedOptions{Path: path, Interval: time.Hour})
 	lim := store.NewLimits(store.New(e.Client(), store.Options{}), store.LimitOptions{})

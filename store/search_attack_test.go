@@ -370,9 +370,7 @@ func TestAttackIndicNames(t *testing.T) {
 // 10,000th are empty though orders match there. The boundary itself
 // (exactly 10,000 candidates) is exact.
 func TestAttackOneTermTotalsAreExact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10,001 orders")
-	}
+	testutil.Long(t)
 	tg := testutil.Targets(t)[0]
 	ctx := context.Background()
 	f := fresh(t, tg)
@@ -458,6 +456,7 @@ func TestAttackOneTermTotalsAreExact(t *testing.T) {
 // between two names that both start with "12" while "12" (its id and a
 // word) is searched: the pinned order must not also appear in the list.
 func TestAttackSearchWhileWriting(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()

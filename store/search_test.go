@@ -349,6 +349,7 @@ func TestSearchFoldsUnicode(t *testing.T) {
 // than MaxCandidates orders stops there and says its total is a lower
 // bound; a selective one is exact.
 func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
+	testutil.Long(t)
 	tg := testutil.Targets(t)[0]
 	f := fresh(t, tg)
 	n := store.MaxCandidates + 1500
@@ -388,6 +389,7 @@ func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
 // the five status sets; seeded orders (many equal totals) agree with the
 // oracle on every page and at single deep offsets.
 func TestSortedPagesDeepInTheMerge(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)

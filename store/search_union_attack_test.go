@@ -231,6 +231,7 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 // statuses, one status holding every match and the others' sets empty, and
 // the digits term that names order 12 with and without a status.
 func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -288,6 +289,7 @@ func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
 // in each status it moves through. Two terms ("12 bo", "bo 12") with a
 // status are exact too.
 func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -354,6 +356,7 @@ func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
 // order for a moment; it must still never list one twice, and at rest
 // agree.
 func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -550,7 +553,7 @@ func TestUnionAttackRoundTrips(t *testing.T) {
 		}
 	}
 	if tg.Client == nil {
-		t.Skip("no real Redis")
+		testutil.Skip(t, testutil.NoRealRedis)
 	}
 	f := fresh(t, tg)
 	seeded(t, f, 700, rand.New(rand.NewPCG(8, 9)))
@@ -593,9 +596,7 @@ func TestUnionAttackRoundTrips(t *testing.T) {
 // order in the range makes the total a lower bound (docs/data.md), never a
 // wrong count, and page 1 still agrees.
 func TestUnionAttackDatedSortAtTenThousand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10,001 orders")
-	}
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)

@@ -1,0 +1,162 @@
+package testutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// FullEnv names the environment variable that runs the long suites: chaos,
+// failover, cluster and crash tests, browser sweeps, soak and large-N cost
+// tests. Without it `go test ./...` runs a quick subset of them, or a
+// smaller N; .ci/run sets it.
+const FullEnv = "ORDERS_FULL"
+
+// Full reports whether the long suites run in full (ORDERS_FULL=1).
+func Full() bool { return os.Getenv(FullEnv) == "1" }
+
+// Pick returns quick without ORDERS_FULL=1 and full with it: the size of a
+// test that proves the same thing at a smaller N.
+func Pick[T any](quick, full T) T {
+	if Full() {
+		return full
+	}
+	return quick
+}
+
+// Long skips t unless ORDERS_FULL=1, and counts it for the package's
+// summary line (Main).
+func Long(t testing.TB) {
+	t.Helper()
+	if Full() {
+		return
+	}
+	Skip(t, "long tests skipped (set "+FullEnv+"=1 to run them; .ci/run does)")
+}
+
+// KnownBug skips t for a known bug the test demonstrates, named on the
+// package's summary line (Main) so that it shows on go test's default
+// output.
+func KnownBug(t testing.TB, bug string) {
+	t.Helper()
+	record(t.Name()+": known bug: "+bug, t.Name())
+	t.Skip("known bug: " + bug)
+}
+
+// Skip skips t for why and counts it under why on the package's summary
+// line (Main): tests skipped for the same reason are one line.
+func Skip(t testing.TB, why string) {
+	t.Helper()
+	record(why, t.Name())
+	t.Skip(why)
+}
+
+// Missed notes that t ran without something it would also have covered
+// (a real Redis, say) and goes on; Main counts it under why.
+func Missed(t testing.TB, why string) {
+	t.Helper()
+	record(why, t.Name())
+	t.Log("*** " + why + " ***")
+}
+
+var skips = struct {
+	sync.Mutex
+	tests map[string]map[string]bool // reason → test names
+}{tests: map[string]map[string]bool{}}
+
+func record(why, test string) {
+	skips.Lock()
+	defer skips.Unlock()
+	if skips.tests[why] == nil {
+		skips.tests[why] = map[string]bool{}
+	}
+	skips.tests[why][test] = true
+}
+
+// Main is the TestMain of every test package: it runs the tests, then
+// writes one line per reason tests were skipped where go test's default
+// output shows it, and exits with the tests' code.
+//
+// go test hides a passing package's output, so the lines go to the go
+// command's own standard error (on Linux, /proc/<parent>/fd/2), and to the
+// test binary's when that cannot be opened or the parent is not go.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that has more to do after the tests: it runs
+// them, writes the summary lines and returns the exit code.
+func Run(m *testing.M) int {
+	code := m.Run()
+	if lines := summary(); len(lines) > 0 {
+		w, closeW := goStderr()
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+		closeW()
+	}
+	return code
+}
+
+// summary is one line per reason: "--- ./store: 12 tests skipped: why".
+func summary() []string {
+	skips.Lock()
+	defer skips.Unlock()
+	pkg := packageDir()
+	var lines []string
+	for why, tests := range skips.tests {
+		lines = append(lines, fmt.Sprintf("--- %s: %s", pkg, countLine(why, len(tests))))
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func countLine(why string, n int) string {
+	if strings.HasPrefix(why, "Test") { // a known bug names its test
+		return "skipped " + why
+	}
+	if n == 1 {
+		return "1 test: " + why
+	}
+	return fmt.Sprintf("%d tests: %s", n, why)
+}
+
+// packageDir is the test's package as a path from the module's root
+// ("./store", or "." for the root): go test runs a test binary in its
+// package's folder.
+func packageDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "?"
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			rel, err := filepath.Rel(dir, wd)
+			if err != nil || rel == "." {
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel)
+		}
+		if filepath.Dir(dir) == dir {
+			return filepath.Base(wd)
+		}
+	}
+}
+
+// goStderr is the go command's standard error when this binary's parent is
+// the go command and its descriptors can be opened, else os.Stderr.
+func goStderr() (io.Writer, func()) {
+	ppid := os.Getppid()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
+	if err != nil || filepath.Base(exe) != "go" {
+		return os.Stderr, func() {}
+	}
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return os.Stderr, func() {}
+	}
+	return f, func() { _ = f.Close() }
+}
