@@ -36,7 +36,7 @@ func Long(t testing.TB) {
 	if Full() {
 		return
 	}
-	Skip(t, "long tests skipped (set "+FullEnv+"=1 to run them; .ci/run does)")
+	Skip(t, "long (set "+FullEnv+"=1 to run them; .ci/run does)")
 }
 
 // KnownBug skips t for a known bug the test demonstrates, named on the
@@ -44,7 +44,7 @@ func Long(t testing.TB) {
 // output.
 func KnownBug(t testing.TB, bug string) {
 	t.Helper()
-	record(t.Name()+": known bug: "+bug, t.Name())
+	record("skipped for a known bug", t.Name()+": "+bug, t.Name())
 	t.Skip("known bug: " + bug)
 }
 
@@ -52,7 +52,7 @@ func KnownBug(t testing.TB, bug string) {
 // line (Main): tests skipped for the same reason are one line.
 func Skip(t testing.TB, why string) {
 	t.Helper()
-	record(why, t.Name())
+	record("skipped", why, t.Name())
 	t.Skip(why)
 }
 
@@ -60,22 +60,28 @@ func Skip(t testing.TB, why string) {
 // (a real Redis, say) and goes on; Main counts it under why.
 func Missed(t testing.TB, why string) {
 	t.Helper()
-	record(why, t.Name())
-	t.Log("*** " + why + " ***")
+	record("ran without", why, t.Name())
+	t.Log("*** ran without: " + why + " ***")
 }
+
+// reason is one line of the summary: what happened ("skipped", "ran
+// without") and why.
+type reason struct{ what, why string }
 
 var skips = struct {
 	sync.Mutex
-	tests map[string]map[string]bool // reason → test names
-}{tests: map[string]map[string]bool{}}
+	tests map[reason]map[string]bool // top-level test names
+}{tests: map[reason]map[string]bool{}}
 
-func record(why, test string) {
+func record(what, why, test string) {
+	test, _, _ = strings.Cut(test, "/")
 	skips.Lock()
 	defer skips.Unlock()
-	if skips.tests[why] == nil {
-		skips.tests[why] = map[string]bool{}
+	r := reason{what, why}
+	if skips.tests[r] == nil {
+		skips.tests[r] = map[string]bool{}
 	}
-	skips.tests[why][test] = true
+	skips.tests[r][test] = true
 }
 
 // Main is the TestMain of every test package: it runs the tests, then
@@ -101,27 +107,25 @@ func Run(m *testing.M) int {
 	return code
 }
 
-// summary is one line per reason: "--- ./store: 12 tests skipped: why".
+// summary is one line per reason, "--- ./store: 12 tests skipped: why",
+// and one per known bug, "--- ./store: skipped for a known bug: TestX: bug".
 func summary() []string {
 	skips.Lock()
 	defer skips.Unlock()
 	pkg := packageDir()
 	var lines []string
-	for why, tests := range skips.tests {
-		lines = append(lines, fmt.Sprintf("--- %s: %s", pkg, countLine(why, len(tests))))
+	for r, tests := range skips.tests {
+		switch {
+		case r.what == "skipped for a known bug":
+			lines = append(lines, fmt.Sprintf("--- %s: %s: %s", pkg, r.what, r.why))
+		case len(tests) == 1:
+			lines = append(lines, fmt.Sprintf("--- %s: 1 test %s: %s", pkg, r.what, r.why))
+		default:
+			lines = append(lines, fmt.Sprintf("--- %s: %d tests %s: %s", pkg, len(tests), r.what, r.why))
+		}
 	}
 	sort.Strings(lines)
 	return lines
-}
-
-func countLine(why string, n int) string {
-	if strings.HasPrefix(why, "Test") { // a known bug names its test
-		return "skipped " + why
-	}
-	if n == 1 {
-		return "1 test: " + why
-	}
-	return fmt.Sprintf("%d tests: %s", n, why)
 }
 
 // packageDir is the test's package as a path from the module's root
