@@ -21,13 +21,13 @@ import (
 	"orders/testutil"
 )
 
-// TestIssue8Findings holds one case per finding 4–9 of issue 8 that lives
+// TestHTTPHardening holds one case per finding 4–9 of issue 8 that lives
 // in the HTTP layer (the embedded store's, 1, 7 and 8, are in
 // store/embedded_test.go; the Cluster's, 2 and 3, in store/write_test.go
 // and e2e). Each case failed on the code the issue was filed against, and
 // each write that must be refused is checked against the store: the order
 // is as it was, and no order was added.
-func TestIssue8Findings(t *testing.T) {
+func TestHTTPHardening(t *testing.T) {
 	newApp := func(t *testing.T) (*testApp, testutil.Target) {
 		tg := testutil.Miniredis(t)
 		return newTestApp(t, "miniredis", testutil.NewStore(t, tg)), tg
