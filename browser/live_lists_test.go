@@ -1,6 +1,6 @@
 package browser_test
 
-// Attacks on the live updates (CONTRACT §10): what a person in page B sees
+// Attacks on the live updates: what a person in page B sees
 // when the changes made elsewhere come in ways the first tests did not
 // try: on another page of the List, out of an Inquiry's search, in a
 // burst, or when the page's fetch of a change fails once.

@@ -239,7 +239,7 @@ func badCases() []badCase {
 	return cs
 }
 
-// productBadCases are the malformed product requests (CONTRACT §9: the
+// productBadCases are the malformed product requests (the
 // same limits and robustness rules as orders); /products/1 exists, with
 // the SKU EXIST-1.
 func productBadCases() []badCase {

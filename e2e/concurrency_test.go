@@ -232,8 +232,8 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-// TestConcurrentProductSKUs: a SKU is one product's, case aside
-// (CONTRACT §9), however many clients race for it over HTTP: creates of
+// TestConcurrentProductSKUs: a SKU is one product's, case aside, however
+// many clients race for it over HTTP: creates of
 // one SKU leave exactly one product and every loser is told which one
 // holds it; changes of twenty products to one SKU leave one holder; a
 // delete racing creates and changes of its SKU leaves at most one. Then

@@ -57,7 +57,7 @@ func (n *loadCounts) saw(method string, status int) {
 	n.statuses[method+" "+strconv.Itoa(status)]++
 }
 
-// next lists the statuses an order may move to (CONTRACT §1).
+// next lists the statuses an order may move to.
 var nextStatus = map[string][]string{
 	"pending": {"confirmed", "cancelled"}, "confirmed": {"shipped", "cancelled"}, "shipped": {"delivered"},
 }

@@ -24,7 +24,7 @@ import (
 // never crashes (it used to within 2–6 s: a concurrent map write in the
 // snapshot), SIGTERM exits 0, and after a restart on the same file every
 // acknowledged order is there at its last acknowledged version, every
-// acknowledged delete is gone, and every list agrees (issue 8, test d).
+// acknowledged delete is gone, and every list agrees.
 func TestEmbeddedStoreUnderLoadAndRestart(t *testing.T) {
 	testutil.Long(t)
 	d := 10 * time.Second
@@ -89,7 +89,7 @@ func TestEmbeddedStoreUnderLoadAndRestart(t *testing.T) {
 // run as root, so permissions would not stop it) says so on stderr at
 // every attempt, /readyz turns 503 (after two failures in a row) and
 // back to 200 once a snapshot is written again, and when the last
-// snapshot at SIGTERM fails the process exits non-zero (CONTRACT §8).
+// snapshot at SIGTERM fails the process exits non-zero.
 func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	data := filepath.Join(dir, "orders.json")

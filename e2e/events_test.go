@@ -28,7 +28,7 @@ import (
 	"orders/testutil"
 )
 
-// Live updates from the outside (CONTRACT §10, issue 11): the binary's
+// Live updates from the outside: the binary's
 // /orders/events and /products/events read by a small text/event-stream
 // client (testutil.SSE), across app processes sharing one Redis or a
 // Cluster; replay, reset, heartbeats, the bound on streams, shutdown; and
@@ -498,7 +498,7 @@ func TestEventsAcrossInstances(t *testing.T) {
 			// A cursor older than the oldest event kept. The stream is made
 			// longer than EventsKept cheaply: 15,000 repeated events of an
 			// order as it is, XADDed straight to its key (an event may come
-			// twice, CONTRACT §10 and docs/api.md §9: these are what a
+			// twice, docs/api.md §9: these are what a
 			// reconciler's repeat looks like), without MAXLEN; then one
 			// write through A, whose own XADD MAXLEN ~ EventsKept trims it.
 			ctx := context.Background()

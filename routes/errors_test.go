@@ -1,6 +1,6 @@
 package routes
 
-// Error statuses of CONTRACT §3, each in the representation asked for.
+// Error statuses, each in the representation asked for.
 
 import (
 	"context"

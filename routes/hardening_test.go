@@ -60,7 +60,7 @@ func TestHTTPHardening(t *testing.T) {
 			}
 		}
 		if l := logs.String(); !strings.Contains(l, "boom in a handler") || !strings.Contains(l, "request_id="+id) ||
-			!strings.Contains(l, "goroutine") || !strings.Contains(l, "findings_test.go") {
+			!strings.Contains(l, "goroutine") || !strings.Contains(l, "hardening_test.go") {
 			t.Errorf("log after a panic:\n%s\nwant the panic value, the request id %s and the stack", l, id)
 		}
 		p := a.get(t, "/boom", testutil.HPage).WantStatus(t, http.StatusInternalServerError)

@@ -1,6 +1,6 @@
 package routes
 
-// Notices (CONTRACT §7, issue 9 defect 2): kinds that look different,
+// Notices: kinds that look different,
 // a new notice replacing the old one in every htmx answer, the flash
 // after a redirect shown once, with its kind.
 

@@ -58,7 +58,7 @@ func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
 
 	// 2. A write sent during a snapshot, whose client gives up: it does
 	// not run until the pause ends (then it does: a write answered 503
-	// may still happen, CONTRACT §3).
+	// may still happen,).
 	e.pause.Lock()
 	if err := e.client.Set(ctx, "during", "v", 0).Err(); err == nil {
 		e.pause.Unlock()

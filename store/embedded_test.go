@@ -92,7 +92,7 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 }
 
 // TestEmbeddedRefusesConnectionsWithoutItsPassword: another local user
-// who finds the loopback port gets NOAUTH, not the orders (CONTRACT §8).
+// who finds the loopback port gets NOAUTH, not the orders.
 func TestEmbeddedRefusesConnectionsWithoutItsPassword(t *testing.T) {
 	e := openEmbedded(t, store.EmbeddedOptions{})
 	defer e.Close()

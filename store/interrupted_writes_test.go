@@ -50,7 +50,7 @@ func singleTargets(t *testing.T) []testutil.Target {
 // all) writes the entries of the record as it read it. The order is
 // deleted (or confirmed) between Repair's read and its pipeline (the
 // delete's own settle removes the entries first), and the repair's process
-// then loses Redis for good. CONTRACT §8: no index entry points at a
+// then loses Redis for good. No index entry points at a
 // missing order, and none is stale, for longer than 5 s. It held only once
 // settleEntries recorded an intent naming the entries before writing them
 // (the writer's protocol): before, it named them only when a later
@@ -148,7 +148,7 @@ func (b *beforeCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // move must be a compare-and-swap (moveClaim): with an unconditional SET
 // XX the second move overwrote the first, already done and answered, and
 // one key made two orders, every later retry answering the second
-// (CONTRACT §8: "the same key within 24 hours answers the first request's
+// ("the same key within 24 hours answers the first request's
 // result").
 func TestIdempotentClaimMovedTwice(t *testing.T) {
 	for _, tg := range singleTargets(t) {

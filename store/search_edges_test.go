@@ -1,6 +1,6 @@
 package store_test
 
-// Attacks on the List and search promises (CONTRACT §4, §6; docs/data.md
+// Attacks on the List and search promises (docs/data.md
 // "Reads", "Search", "Upgrades"). Each test names the promise it tries to
 // break. A test that shows a known bug is skipped with testutil.KnownBug,
 // which names it on go test's output; remove that line to see the failure.
@@ -360,7 +360,7 @@ func TestSearchIndicNames(t *testing.T) {
 	}
 }
 
-// TestOneTermTotalsAreExact: CONTRACT §4 "A one-term q is O(log N +
+// TestOneTermTotalsAreExact: "A one-term q is O(log N +
 // page) too, and its total is exact", and "without q, every combination of
 // status, sort, from/to and page is O(log N + page)". The store sends a
 // term longer than 16 bytes, and a term with a status, through the

@@ -1,11 +1,9 @@
 package store_test
 
-// Attacks on the search layout 5 (commits 3406155 and 79c8f48): the term
-// sets split by status and merged for all statuses by unionScript, several
-// terms drawn from the query's status, datedSorted, and the upgrade from
-// layout 4 (CONTRACT §4 and §6; docs/data.md "Search", "Reads",
-// "Upgrades"). Tests that found a break are skipped with "BUG: ..." so the
-// suite stays green; remove the t.Skip to see the failure.
+// Search layout 5: the term sets split by status and merged for all
+// statuses by unionScript, several terms drawn from the query's status,
+// datedSorted, and the upgrade from layout 4 (docs/data.md "Search",
+// "Reads", "Upgrades").
 
 import (
 	"context"
@@ -490,7 +488,7 @@ func (h *splitZAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // entry and the ZADDs of its dups, a search for "kbd" counts X twice and its
 // page lists X twice, in every status and in confirmed alone. The same
 // window exists on every create of such an order; layout 5 opens it on
-// every status change too. CONTRACT §6 allows a list that lacks an entry or
+// every status change too. allows a list that lacks an entry or
 // holds an old one for a moment, not a page that repeats an order.
 func TestUnionClusterSettleListsAnOrderTwice(t *testing.T) {
 	tg, addrs := clusterTarget(t)

@@ -1,7 +1,7 @@
 package store_test
 
-// Outside-tester attacks on the one write path (issue 8): interleavings on a
-// Redis Cluster, Repair beside live writers, idempotent creates, no-op PUTs.
+// The one write path under interleavings: writers on a Redis Cluster,
+// Repair beside live writers, idempotent creates, no-op PUTs.
 
 import (
 	"context"
@@ -1009,7 +1009,7 @@ func TestHotRecordVersioned(t *testing.T) {
 	if selfConflict.Load() != 0 {
 		t.Errorf("%d writes answered 409 with their own change as the current order", selfConflict.Load())
 	}
-	// A 503 may have happened (CONTRACT §3); a 200 or a 409 is certain.
+	// A 503 may have happened; a 200 or a 409 is certain.
 	if d := got.Version - o.Version; d < ok.Load() || d > ok.Load()+unavail.Load() {
 		t.Errorf("version moved by %d with %d acknowledged and %d unknown writes", d, ok.Load(), unavail.Load())
 	}
@@ -1133,7 +1133,7 @@ func TestReconcilerIntentOnDamagedRecord(t *testing.T) {
 
 // TestNoOpPutOnShippedOrder: a client that GETs a shipped order and
 // PUTs the same representation back (items included) changes nothing:
-// CONTRACT §8 says 200 and the same version. The store answers 422 "items
+// it gets 200 and the same version. The store answers 422 "items
 // cannot change once an order is shipped".
 func TestNoOpPutOnShippedOrder(t *testing.T) {
 	tg := testutil.Miniredis(t)

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -151,7 +153,9 @@ func packageDir() string {
 }
 
 // goStderr is the go command's standard error when this binary's parent is
-// the go command and its descriptors can be opened, else os.Stderr.
+// the go command and its descriptors can be opened, else os.Stderr. A
+// regular file the go command writes without O_APPEND (`> log`) is left
+// alone: its own offset would write over the lines.
 func goStderr() (io.Writer, func()) {
 	ppid := os.Getppid()
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
@@ -162,5 +166,25 @@ func goStderr() (io.Writer, func()) {
 	if err != nil {
 		return os.Stderr, func() {}
 	}
+	if st, err := f.Stat(); err != nil || (st.Mode().IsRegular() && !appends(ppid, 2)) {
+		_ = f.Close()
+		return os.Stderr, func() {}
+	}
 	return f, func() { _ = f.Close() }
+}
+
+// appends reports whether process pid opened its descriptor fd with
+// O_APPEND (the "flags:" line of /proc/<pid>/fdinfo/<fd>, in octal).
+func appends(pid, fd int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "flags:"); ok {
+			flags, err := strconv.ParseInt(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&syscall.O_APPEND != 0
+		}
+	}
+	return false
 }
