@@ -83,7 +83,7 @@ func Targets(t testing.TB) []Target {
 			t.Fatalf("*** no Redis at %s (%v), and ORDERS_REQUIRE_REDIS=1 ***", addr, err)
 		}
 		t.Logf("no Redis at %s: %v", addr, err)
-		Missed(t, "ran on miniredis only: "+NoRealRedis)
+		Missed(t, "real-Redis", NoRealRedis)
 	} else {
 		targets = append(targets, realTarget(t, "redis", c, false))
 	}
@@ -104,7 +104,7 @@ func Targets(t testing.TB) []Target {
 		}
 		targets = append(targets, realTarget(t, "cluster", cc, true))
 	} else {
-		Missed(t, NoCluster)
+		Missed(t, "Cluster", NoCluster)
 	}
 	return targets
 }

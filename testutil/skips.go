@@ -58,12 +58,12 @@ func Skip(t testing.TB, why string) {
 	t.Skip(why)
 }
 
-// Missed notes that t ran without something it would also have covered
-// (a real Redis, say) and goes on; Main counts it under why.
-func Missed(t testing.TB, why string) {
+// Missed notes that t ran without its target named target (a real Redis,
+// say) because of why, and goes on; Main counts it.
+func Missed(t testing.TB, target, why string) {
 	t.Helper()
-	record("ran without", why, t.Name())
-	t.Log("*** ran without: " + why + " ***")
+	record("ran without their "+target+" target", why, t.Name())
+	t.Logf("*** ran without the %s target: %s ***", target, why)
 }
 
 // reason is one line of the summary: what happened ("skipped", "ran
