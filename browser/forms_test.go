@@ -72,8 +72,8 @@ func createOrder(t *testing.T, st *store.Store, customer, email string) *store.O
 
 // TestEnterSaves: Enter in a field of the New or Edit form
 // saves the order, with JavaScript and without; it never adds an item row
-// (the "Add item row" button used to be the form's default button) nor
-// sends the form to the URL.
+// (the "Add item row" button is not the form's default button) nor sends
+// the form to the URL.
 func TestEnterSaves(t *testing.T) {
 	for _, js := range []bool{true, false} {
 		t.Run(map[bool]string{true: "javascript", false: "no-javascript"}[js], func(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 // (creates, PUTs, DELETEs racing PUTs) for ORDERS_EMBEDDED_SECONDS (10 s
 // by default, 30 in .ci/run) across at least 10 snapshots (every 2 s, the
 // default, for 30 s or more; every d/15 for a shorter run): the process
-// never crashes (it used to within 2–6 s: a concurrent map write in the
-// snapshot), SIGTERM exits 0, and after a restart on the same file every
+// never crashes (a snapshot must not read maps a write changes), SIGTERM
+// exits 0, and after a restart on the same file every
 // acknowledged order is there at its last acknowledged version, every
 // acknowledged delete is gone, and every list agrees.
 func TestEmbeddedStoreUnderLoadAndRestart(t *testing.T) {

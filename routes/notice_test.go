@@ -85,8 +85,8 @@ func wantNoNotice(t *testing.T, r *testutil.Resp) {
 }
 
 // TestNoticeKinds: every notice the routes produce has its kind, goes to
-// its region, and replaces the one before: the stale "saved" of issue 9
-// never stays beside an error.
+// its region, and replaces the one before: a stale "saved" never stays
+// beside an error.
 func TestNoticeKinds(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		o := a.create(t, map[string]any{"customer": "Notice Co", "items": []any{item("Tape", 1, "3.00")}})

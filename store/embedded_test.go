@@ -34,9 +34,9 @@ func openEmbedded(t *testing.T, opt store.EmbeddedOptions) *store.Embedded {
 }
 
 // TestEmbeddedSnapshotsUnderConcurrentWrites: 8 writers create, update and
-// delete while snapshots are taken every 50 ms (the live sorted-set maps
-// of miniredis used to be encoded after writes resumed: "concurrent map
-// iteration and map write" within seconds). Nothing crashes, and after
+// delete while snapshots are taken every 50 ms (encoding miniredis's live
+// sorted-set maps after writes resume fails with "concurrent map iteration
+// and map write" within seconds). Nothing crashes, and after
 // Close and a reopen every acknowledged order is there at its last
 // acknowledged version, with every index whole.
 func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {

@@ -1,9 +1,7 @@
 package store_test
 
 // Multi-step write sequences of the store cut short, or interleaved with a
-// concurrent writer, that left a lasting inconsistency nothing healed
-// (found by a review of store/*.go beside settleInOne; each failed before
-// its fix).
+// concurrent writer: none may leave an inconsistency that nothing heals.
 
 import (
 	"context"

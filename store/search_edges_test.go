@@ -76,8 +76,8 @@ func allPages(t *testing.T, f *fixture, q store.Query, pp int) ([]int64, int64) 
 	return got, total
 }
 
-// TestTotalTiesAtTheExactBoundary: "totals sort with ties by id"
-// (commit 9e1a8ea, the oracle of TestSearchAgreesWithTheOracle). totalScore
+// TestTotalTiesAtTheExactBoundary: "totals sort with ties by id" (the
+// oracle of TestSearchAgreesWithTheOracle). totalScore
 // adds the id's low bits only below 2^33 cents; at exactly 2^33 cents
 // ($85,899,345.92) and above, two orders of the same total tie in the score
 // and Redis orders them by the member's text: "10" before "9".
@@ -783,11 +783,11 @@ func TestSearchEmailWithApostrophe(t *testing.T) {
 }
 
 // TestUpgradeLeavesNoOldKeys: "deletes the keys only the old layout
-// used". The search commit a3f8324 (before Layout existed, so it upgrades
-// like layout 2) wrote all-statuses and per-status updated and total sets
+// used". A store written before Layout existed (it upgrades like layout
+// 2) may hold all-statuses and per-status updated and total sets
 // named ix:up, ix:tot, ix:up:<status>, ix:tot:<status>; Upgrade deletes
-// only ix:id and ix:id:<status>, so those stay in Redis for good (and in
-// every snapshot), orphans that no code reads or repairs.
+// them with ix:id and ix:id:<status>, or they would stay in Redis for good
+// (and in every snapshot), orphans that no code reads or repairs.
 func TestUpgradeLeavesNoOldKeys(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {

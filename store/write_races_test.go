@@ -1045,7 +1045,7 @@ func (s *stall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 }
 
 // TestIntentTakenOverBeforeWatch: the intent is written before the
-// WATCH (commit 00793fd), but the reconciler's fence still assumes "a
+// WATCH, but the reconciler's fence still assumes "a
 // writer's intent exists only after its WATCH ran". A writer that stalls
 // for over a second between its intent and its WATCH (a GC pause, a pool
 // wait, a slow node) has its intent settled and deleted by the reconciler
@@ -1196,7 +1196,7 @@ func TestIdempotentRetryAfterDelete(t *testing.T) {
 }
 
 // TestIdempotentRetryAfterCounterWentBack: the counter handing out a
-// used id again is a case the store defends against (commit 0d9dd6d). A
+// used id again is a case the store defends against. A
 // first request claimed id 1 and failed before writing; the counter went
 // back (a failover lost the INCR) and another client's plain create got
 // id 1. The retry then answers that other client's order as its own 201,
