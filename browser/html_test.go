@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 // vnuJar finds the Nu Html Checker: $VNU_JAR, else the jar .ci/html-check-setup
-// installs. Without a jar or java the test skips loudly, unless
+// installs. Without a jar or java the test skips, said on go test's output, unless
 // ORDERS_REQUIRE_HTML_CHECK=1 (CI), when it fails.
 func vnuJar(t *testing.T) (java, jar string) {
 	t.Helper()
@@ -29,7 +30,7 @@ func vnuJar(t *testing.T) (java, jar string) {
 		if os.Getenv("ORDERS_REQUIRE_HTML_CHECK") == "1" {
 			t.Fatalf("%s and ORDERS_REQUIRE_HTML_CHECK=1: run .ci/html-check-setup", why)
 		}
-		t.Skipf("*** SKIPPING the HTML validity check: %s. Run `eval \"$(.ci/html-check-setup)\"` (needs java and npm) ***", why)
+		testutil.Skip(t, "no Nu Html Checker: "+why+" (eval \"$(.ci/html-check-setup)\", which needs java and npm)")
 	}
 	jar = os.Getenv("VNU_JAR")
 	if jar == "" {

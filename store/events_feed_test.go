@@ -495,7 +495,7 @@ func TestFeedAcrossAFailover(t *testing.T) {
 	testutil.Long(t)
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("no %s", bin)
+			testutil.Skip(t, testutil.NoRedisServer)
 		}
 	}
 	ctx := context.Background()
