@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,15 +89,15 @@ func TestBodyBudgetFlag(t *testing.T) {
 func TestTheFileLimitIsRaisedToTheHardLimit(t *testing.T) {
 	var was syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
-		t.Skipf("no open-file limit here: %v", err)
+		testutil.Skip(t, "no open-file limit here: "+err.Error())
 	}
 	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was) })
 	if was.Max < 512 {
-		t.Skipf("the hard limit is %d: too low to lower", was.Max)
+		testutil.Skip(t, fmt.Sprintf("the open-file hard limit is %d: too low to lower", was.Max))
 	}
 	low := syscall.Rlimit{Cur: 256, Max: was.Max}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Skipf("cannot lower the soft limit: %v", err)
+		testutil.Skip(t, "cannot lower the open-file soft limit: "+err.Error())
 	}
 	got, err := raiseFileLimit()
 	if err != nil || got != was.Max {

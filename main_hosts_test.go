@@ -12,7 +12,7 @@ import (
 // TestHostsAndProxiesFlags: -hosts / ALLOWED_HOSTS and -trusted-proxies /
 // TRUSTED_PROXIES are read like every flag (the flag wins), the -addr host
 // is a name the server answers to, the running program answers 421 to any
-// other name (DNS rebinding, CONTRACT §8), and an entry that could never
+// other name (DNS rebinding), and an entry that could never
 // match stops the start instead of being ignored.
 func TestHostsAndProxiesFlags(t *testing.T) {
 	env := map[string]string{"ALLOWED_HOSTS": "a.example, b.example", "TRUSTED_PROXIES": "10.0.0.1,10.1.0.0/16"}

@@ -16,18 +16,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/testutil"
 )
 
 // startPausableRedis starts a redis-server of the test's own on a free
 // loopback port (one the test may pause), stopped when the test ends. It
-// skips loudly without redis-server, unless ORDERS_REQUIRE_REDIS=1.
+// skips without redis-server, unless ORDERS_REQUIRE_REDIS=1.
 func startPausableRedis(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 			t.Fatalf("*** redis-server is not installed (%v), and ORDERS_REQUIRE_REDIS=1 ***", err)
 		}
-		t.Skipf("*** SKIPPING: redis-server is not installed (%v) ***", err)
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,6 +61,7 @@ func startPausableRedis(t *testing.T) string {
 // log line, but the warnings and errors beside them are a handful: the
 // first of each kind in full, then one line per interval with a count.
 func TestARedisPauseLogsAFewLinesNotOnePerRequest(t *testing.T) {
+	testutil.Long(t)
 	addr := startPausableRedis(t)
 	r := startObserved(t, nil, "-redis", addr, "-log-format", "json")
 	createOrder(t, r.base, "Ada Lovelace")

@@ -362,6 +362,7 @@ func TestStartUpgradesAnOldLayout(t *testing.T) {
 // run returned the drain's "context deadline exceeded" and the process
 // exited 1: seen once in CI at the end of the embedded chaos test.)
 func TestShutdownWithAStalledRequestLine(t *testing.T) {
+	testutil.Long(t)
 	base, stop := startRun(t, "-data", "")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {

@@ -148,18 +148,18 @@ func TestAccessibility(t *testing.T) {
 		"/orders?per_page=2&page=2", "/orders/new", "/orders/" + a, "/orders/" + s, "/orders/" + c,
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit", "/orders/inquiry", "/orders/inquiry?q=zzzz",
 		"/orders/99999",
-		// Issue 9: sorted, paged with page numbers, filtered by dates, an
+		// Sorted, paged with page numbers, filtered by dates, an
 		// empty date range, the Inquiry sorted and paged.
 		"/orders?sort=customer", "/orders?sort=-total&per_page=2&page=3", "/orders?from=2000-01-01&to=2999-12-31&q=a",
 		"/orders?from=2025-02-01&to=2025-01-01", "/orders/inquiry?sort=customer&per_page=2&page=2",
-		// Issue 9: Delete's confirmation page (no JavaScript's way to delete).
+		// Delete's confirmation page (no JavaScript's way to delete).
 		"/orders/" + a + "?confirm=delete",
-		// Issue 10: the product catalogue's pages in the same states.
+		// The product catalogue's pages in the same states.
 		"/products", "/products?q=gel", "/products?q=zzzz", "/products?active=false", "/products?sort=-name&per_page=2&page=2",
 		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
 		"/products/99999",
 	}
-	// Issue 11: a record's page whose timeline holds notes and changes,
+	// A record's page whose timeline holds notes and changes,
 	// its history (a page, the older page), a deleted order's history, a
 	// product's.
 	pages = append(pages, hist.pages()...)
@@ -229,7 +229,7 @@ func TestAccessibility(t *testing.T) {
 		e.waitText(t, ".notices", "changed by someone else")
 		e.axe(t, axe, scheme+" edit 409")
 
-		// Issue 9: the current row of j and k, and the shortcuts dialog.
+		// The current row of j and k, and the shortcuts dialog.
 		e.do(t, scheme+" current row", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row)), press("jj"))
 		e.do(t, scheme+" current row shown", chromedp.WaitVisible(css("#order-results tr.is-current")))
 		e.axe(t, axe, scheme+" list with a current row")
@@ -237,7 +237,7 @@ func TestAccessibility(t *testing.T) {
 		e.axe(t, axe, scheme+" shortcuts dialog")
 		e.do(t, scheme+" close shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
 
-		// Issue 9 #10: acting on an order deleted elsewhere, in a list row
+		// Acting on an order deleted elsewhere, in a list row
 		// and on the order's page (pages that no longer hear live updates:
 		// withoutLive).
 		gone := createOrder(t, e.store, "Deleted Elsewhere", "")
@@ -256,7 +256,7 @@ func TestAccessibility(t *testing.T) {
 		e.do(t, scheme+" confirm a deleted order", chromedp.Click(css(".transitions button")), chromedp.WaitVisible(css("#error")))
 		e.axe(t, axe, scheme+" order page after acting on a deleted order")
 
-		// Issue 11: live updates. A List that heard of a new order, of a
+		// Live updates. A List that heard of a new order, of a
 		// deleted one and of a change to the order whose row is being
 		// edited; an order's page that heard of a change while a note was
 		// being typed, then of its order's delete.
@@ -283,7 +283,7 @@ func TestAccessibility(t *testing.T) {
 		e.do(t, scheme+" live delete", chromedp.WaitVisible(css("#order .live-gone-note")), chromedp.WaitVisible(css("#order-history .entry-deleted")))
 		e.axe(t, axe, scheme+" order page after live updates")
 
-		// Issue 10: the product List's inline edit, its errors, its
+		// The product List's inline edit, its errors, its
 		// conflict and the notice after a save (at 360 px: the cards); the
 		// New form with a duplicate SKU; the Edit form with a conflict.
 		prow := productRow(cat.mug)
@@ -326,7 +326,7 @@ func TestAccessibility(t *testing.T) {
 		e.axe(t, axe, scheme+" product list with a current row and the shortcuts")
 		e.do(t, scheme+" close product shortcuts", press("\x1b"), chromedp.WaitNotVisible(css("dialog#shortcuts")))
 
-		// Issue 11: a note refused (its message beside the field, the
+		// A note refused (its message beside the field, the
 		// alert), then a note added (the timeline swapped, the notice).
 		e.do(t, scheme+" note 422", chromedp.Navigate(e.base+histOrder), chromedp.WaitVisible(css("#order-history-note")),
 			chromedp.Evaluate[chromedp.Void](`document.querySelector("#order-history .note-form").noValidate = true`),

@@ -38,7 +38,18 @@ type env struct {
 	failedLoads []string
 }
 
+// smokeTest is the one browser test that runs without ORDERS_FULL=1: a
+// person creates an order with two items and moves it along. Every other
+// browser test drives Chromium for many seconds, so they run in .ci/run.
+const smokeTest = "TestCreateOrderWithTwoItems"
+
+// chromiumPath returns Chromium's path. It skips the test when there is
+// none (fails with ORDERS_REQUIRE_BROWSER=1), and every test but the smoke
+// test without ORDERS_FULL=1.
 func chromiumPath(t *testing.T) string {
+	if name, _, _ := strings.Cut(t.Name(), "/"); name != smokeTest {
+		testutil.Long(t)
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
@@ -47,7 +58,7 @@ func chromiumPath(t *testing.T) string {
 	if os.Getenv("ORDERS_REQUIRE_BROWSER") == "1" {
 		t.Fatal("no chromium on PATH and ORDERS_REQUIRE_BROWSER=1: install Debian's chromium (.ci/run does)")
 	}
-	t.Skip("*** SKIPPING browser tests: no chromium on PATH. Install Debian's chromium (apt-get install chromium) or run .ci/run ***")
+	testutil.Skip(t, "no chromium on PATH (apt-get install chromium, or run .ci/run)")
 	return ""
 }
 

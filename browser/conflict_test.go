@@ -78,7 +78,7 @@ func wantRows(t *testing.T, what string, got, want []string) {
 	}
 }
 
-// TestConflictShowsYoursAndTheirs (issue 9 defect 4): a person edits an
+// TestConflictShowsYoursAndTheirs: a person edits an
 // order while someone else saves it. The save answers 409 with yours and
 // theirs side by side, only what differs, field by field and item by item;
 // "Keep theirs" loads the stored order (nothing of theirs lost), and "Save

@@ -1,7 +1,7 @@
 package browser_test
 
-// The order forms and the order page, defect by defect (issue 9: 1, 3, 5,
-// 9, 10, 11, 12, 13), with JavaScript on and off.
+// The order forms and the order page as a person uses them, with
+// JavaScript on and off.
 
 import (
 	"context"
@@ -70,10 +70,10 @@ func createOrder(t *testing.T, st *store.Store, customer, email string) *store.O
 	return o
 }
 
-// TestEnterSaves (defect 1): Enter in a field of the New or Edit form
+// TestEnterSaves: Enter in a field of the New or Edit form
 // saves the order, with JavaScript and without; it never adds an item row
-// (the "Add item row" button used to be the form's default button) nor
-// sends the form to the URL.
+// (the "Add item row" button is not the form's default button) nor sends
+// the form to the URL.
 func TestEnterSaves(t *testing.T) {
 	for _, js := range []bool{true, false} {
 		t.Run(map[bool]string{true: "javascript", false: "no-javascript"}[js], func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestEnterSaves(t *testing.T) {
 	}
 }
 
-// TestNoJavaScriptControlsWork (defect 3): without JavaScript every control
+// TestNoJavaScriptControlsWork: without JavaScript every control
 // shown does something: Remove takes its row away (the server answers the
 // form without it), totals are computed by the server, and Delete, from the
 // order's page or from the list, asks on a confirmation page first.
@@ -205,7 +205,7 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 	}
 }
 
-// TestFocusAfterActions (defect 5): after each action focus lands somewhere
+// TestFocusAfterActions: after each action focus lands somewhere
 // sensible, never on the page's body: the page heading after a page-sized
 // swap (create, save, a status change, a delete from the order's page),
 // the customer field with the cursor at the end when an inline edit opens,
@@ -308,7 +308,7 @@ const overflowing = `(() => {
   return out.join("\n");
 })()`
 
-// TestFormLayoutHolds (defect 9): a validation message does not reflow the
+// TestFormLayoutHolds: a validation message does not reflow the
 // item table (each column keeps its width; the message wraps inside it);
 // an email address shows whole in its field and on the order page; nothing
 // reaches past the page or its box at 1280 px or at 360 px.
@@ -395,7 +395,7 @@ func TestFormLayoutHolds(t *testing.T) {
 	}
 }
 
-// TestDeletedElsewhere (defect 10): acting on an order deleted in another
+// TestDeletedElsewhere: acting on an order deleted in another
 // tab says so, with a link back to the list, in the representation asked
 // for: the order's page (status change, save, delete), a list row (inline
 // edit, save, delete), a plain form without JavaScript. The pages do not
@@ -488,7 +488,7 @@ func TestDeletedElsewhere(t *testing.T) {
 	}
 }
 
-// TestNoCSPErrorsAfterValidation (defect 11): after the browser's own
+// TestNoCSPErrorsAfterValidation: after the browser's own
 // validation bubble, two failed saves log no console error at all (beyond
 // the 422 loads themselves). The settle step of htmx copied each old
 // field's style attribute onto the new field with setAttribute, which the
@@ -543,7 +543,7 @@ func TestNoCSPErrorsAfterValidation(t *testing.T) {
 	}
 }
 
-// TestBackAfterSave (defect 12): Back after a save leads to the page before
+// TestBackAfterSave: Back after a save leads to the page before
 // the edit, not into the edit form with the old values.
 func TestBackAfterSave(t *testing.T) {
 	t.Run("javascript", func(t *testing.T) {
@@ -600,7 +600,7 @@ func TestBackAfterSave(t *testing.T) {
 	})
 }
 
-// TestPrintStylesheet (defect 13): an order prints as a clean document: no
+// TestPrintStylesheet: an order prints as a clean document: no
 // navigation, no buttons or forms, the items table and totals in full.
 func TestPrintStylesheet(t *testing.T) {
 	e := start(t, true)

@@ -1,6 +1,6 @@
 package browser_test
 
-// History and notes in the browser (CONTRACT §10, issue 11): a note added
+// History and notes in the browser : a note added
 // from a record's page with JavaScript (htmx swaps the timeline) and
 // without it (a plain form, 303 back, the flash), what the person sees,
 // where the focus goes, and the text kept after a refusal. The pages

@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 // vnuJar finds the Nu Html Checker: $VNU_JAR, else the jar .ci/html-check-setup
-// installs. Without a jar or java the test skips loudly, unless
+// installs. Without a jar or java the test skips, said on go test's output, unless
 // ORDERS_REQUIRE_HTML_CHECK=1 (CI), when it fails.
 func vnuJar(t *testing.T) (java, jar string) {
 	t.Helper()
@@ -29,7 +30,7 @@ func vnuJar(t *testing.T) (java, jar string) {
 		if os.Getenv("ORDERS_REQUIRE_HTML_CHECK") == "1" {
 			t.Fatalf("%s and ORDERS_REQUIRE_HTML_CHECK=1: run .ci/html-check-setup", why)
 		}
-		t.Skipf("*** SKIPPING the HTML validity check: %s. Run `eval \"$(.ci/html-check-setup)\"` (needs java and npm) ***", why)
+		testutil.Skip(t, "no Nu Html Checker: "+why+" (eval \"$(.ci/html-check-setup)\", which needs java and npm)")
 	}
 	jar = os.Getenv("VNU_JAR")
 	if jar == "" {
@@ -147,7 +148,7 @@ func wrapFragment(f string) string {
 	title := "fragment"
 	if m := leadingTitle.FindStringSubmatch(f); m != nil {
 		// A page-sized fragment starts with the document's title, which
-		// htmx takes out and applies (issue 9 #7): it goes in the head.
+		// htmx takes out and applies: it goes in the head.
 		title, f = m[1], f[len(m[0]):]
 	}
 	head := "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + title + "</title></head><body>\n"
@@ -252,7 +253,7 @@ func TestHTMLValid(t *testing.T) {
 		{"inquiry", "/orders/inquiry"},
 		{"inquiry-search-none", "/orders/inquiry?q=zzzz"},
 		{"inquiry-paged", "/orders/inquiry?per_page=2&page=2"},
-		// Issue 9: sorted, page numbers, dates, an empty range, past the end.
+		// Sorted, page numbers, dates, an empty range, past the end.
 		{"list-sorted", "/orders?sort=customer"},
 		{"list-page-numbers", "/orders?sort=-total&per_page=1&page=3"},
 		{"list-dates", "/orders?from=2000-01-01&to=2999-12-31&q=a&sort=-updated"},
@@ -295,7 +296,7 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("row-422", hreq{method: "PUT", path: "/orders/" + a, form: badEdit(false), target: "tr#order-row-" + a, want: 422})
 	d.fetch("row-409", hreq{method: "PUT", path: "/orders/" + a, form: staleEdit(false), target: "tr#order-row-" + a, want: 409})
 	// A 409 with items that differ (changed, only yours, only theirs), and
-	// a row whose status theirs cannot go back from (issue 9 defect 4).
+	// a row whose status theirs cannot go back from.
 	staleItems := func(method bool) url.Values {
 		v := staleEdit(method)
 		v.Set("notes", "mine")
@@ -331,7 +332,7 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("row-deleted", hreq{method: "DELETE", path: "/orders/" + id(doomed) + "?version=" + version(doomed),
 		target: "tr#order-row-" + id(doomed), want: 200})
 
-	// Issue 9: Delete's confirmation page; a row's Remove without
+	// Delete's confirmation page; a row's Remove without
 	// JavaScript; the answers about an order deleted elsewhere (the row, the
 	// page after a plain form, the fragment into #main).
 	d.fetch("delete-confirm", hreq{method: "GET", path: "/orders/" + a + "?confirm=delete", want: 200})
@@ -345,7 +346,7 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("gone-put", hreq{method: "POST", path: gone, form: url.Values{"_method": {"PUT"}, "customer": {"Barbara"}}, want: 404})
 	d.fetch("gone-put", hreq{method: "PUT", path: gone, form: url.Values{"status": {"confirmed"}}, target: "main#main", want: 404})
 
-	// Issue 10: the product catalogue, the same way: its pages and their
+	// The product catalogue, the same way: its pages and their
 	// fragments, the parts htmx asks for by target, the forms sent back
 	// with errors (a duplicate SKU among them) and conflicts, plain and
 	// htmx, the successful writes, Delete's confirmation page, a row and a
@@ -436,7 +437,7 @@ func TestHTMLValid(t *testing.T) {
 	d.fetch("product-gone-put", hreq{method: "POST", path: "/products/" + gonePID, want: 404,
 		form: url.Values{"_method": {"PUT"}, "name": {"Old stock"}}})
 
-	// Issue 11: histories and notes: a record's page whose timeline holds
+	// Histories and notes: a record's page whose timeline holds
 	// notes and changes, its history and the older page, a deleted order's
 	// history, a product's; a cursor that is no cursor; a note refused
 	// (the page without JavaScript, the timeline for htmx) and added.

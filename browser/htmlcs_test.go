@@ -28,7 +28,7 @@ type htmlcsMessage struct {
 	HTML string `json:"html"`
 }
 
-// htmlcsWarningsFixed are the warnings issue 9 #14 reported, which must not
+// htmlcsWarningsFixed are the warnings HTML_CodeSniffer once reported, which must not
 // come back: a table with row and column headers and no headers= on its
 // cells, a data table without a caption, and a select whose context is
 // unclear (a select that changes the results as soon as it changes).
@@ -71,7 +71,7 @@ func (e *env) htmlcs(t *testing.T, src, what string) {
 	}
 }
 
-// TestHTMLCodeSniffer (issue 9 #14): the pages pa11y checked, and the List's
+// TestHTMLCodeSniffer: the pages pa11y checked, and the List's
 // new states, have no HTML_CodeSniffer error, and none of the warnings the
 // first-time user's pa11y run reported.
 func TestHTMLCodeSniffer(t *testing.T) {
@@ -89,22 +89,22 @@ func TestHTMLCodeSniffer(t *testing.T) {
 		"/orders", "/orders?sort=customer&per_page=2&page=2", "/orders?from=2000-01-01&to=2999-12-31&status=pending",
 		"/orders?page=999", "/orders/inquiry", "/orders/" + a, "/orders/" + s, "/orders/new",
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit",
-		// Issue 10: the product catalogue's pages.
+		// The product catalogue's pages.
 		"/products", "/products?q=gel", "/products?q=zzzz", "/products?active=false&sort=-name", "/products?per_page=2&page=2",
 		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
-		// Issue 11: the seeded histories (hist.pages).
+		// The seeded histories (hist.pages).
 	}, hist.pages()...) {
 		e.do(t, "open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 		e.htmlcs(t, string(src), p)
 	}
 
-	// Issue 11: a note refused: the field with its message.
+	// A note refused: the field with its message.
 	e.do(t, "note 422", chromedp.Navigate(e.base+hist.pages()[0]), chromedp.WaitVisible(css("#order-history-note")),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector("#order-history .note-form").noValidate = true`),
 		chromedp.Click(css("#order-history .note-form button[type=submit]")), chromedp.WaitVisible(css("#order-history-note-err")))
 	e.htmlcs(t, string(src), "note 422")
 
-	// Issue 10: the product forms as a person meets them after sending:
+	// The product forms as a person meets them after sending:
 	// the New form's 422 (a duplicate SKU), a List row's inline form and
 	// its 422, and the Edit form's 409.
 	prow := productRow(cat.mug)

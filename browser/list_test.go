@@ -1,6 +1,6 @@
 package browser_test
 
-// The List and Inquiry of issue 9: sortable headers, page numbers and
+// The List and Inquiry: sortable headers, page numbers and
 // sizes, the date filter, the count after a delete and past the end, the
 // tab title after swaps, the busy state, paging focus and scrolling, and
 // the keyboard shortcuts; with JavaScript on and off, and at 360 px.
@@ -201,7 +201,7 @@ func (e *env) waitShows(t *testing.T, sel, want string) {
 }
 
 // TestListSortHeaders: the column headers sort, say how (aria-sort), keep
-// the query, and the search form keeps the sort (issue 9, CONTRACT §4).
+// the query, and the search form keeps the sort.
 func TestListSortHeaders(t *testing.T) {
 	for _, js := range []bool{true, false} {
 		t.Run(map[bool]string{true: "javascript", false: "no javascript"}[js], func(t *testing.T) {
@@ -275,7 +275,7 @@ func TestListSortHeaders(t *testing.T) {
 }
 
 // TestListPageNumbers: page numbers, the page size, paging scrolls to the
-// top of the results and focuses their summary (issue 9 #5), with and
+// top of the results and focuses their summary, with and
 // without JavaScript, and at 360 px.
 func TestListPageNumbers(t *testing.T) {
 	for _, js := range []bool{true, false} {
@@ -401,7 +401,7 @@ func TestListDateFilter(t *testing.T) {
 	}
 }
 
-// TestListCountAfterDelete (issue 9 #8): a delete from the list leaves the
+// TestListCountAfterDelete: a delete from the list leaves the
 // right count and a full page; a page past the end says so and links to
 // the last page.
 func TestListCountAfterDelete(t *testing.T) {
@@ -445,7 +445,7 @@ func (e *env) waitFocusIn(t *testing.T, id string) {
 	}
 }
 
-// TestTabTitle (issue 9 #7): every swap that changes the page changes the
+// TestTabTitle: every swap that changes the page changes the
 // tab title; the list is "Orders", not "Orders · Orders".
 func TestTabTitle(t *testing.T) {
 	e := start(t, true)
@@ -517,7 +517,7 @@ func (s *slowRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// TestListBusy (issue 9 #6): while a search or a page loads, the results
+// TestListBusy: while a search or a page loads, the results
 // say so: aria-busy and a visible indicator; both go when it arrives.
 func TestListBusy(t *testing.T) {
 	slow := &slowRedis{}
@@ -606,7 +606,7 @@ func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 }
 
 // TestShortcuts: / n j k e ? and Escape, never while typing, never with
-// Ctrl, Alt or Meta (CONTRACT §7).
+// Ctrl, Alt or Meta.
 func TestShortcuts(t *testing.T) {
 	e, clk := startList(t, true)
 	orders := seedList(t, e, clk, 5)

@@ -1,6 +1,6 @@
 package browser_test
 
-// Live updates (CONTRACT §10, issue 11): two instances of the application
+// Live updates: two instances of the application
 // over one Redis, a Chromium page on each. A person acts in page A, on
 // instance A; page B, on instance B, must follow within a second, through
 // B's event stream (GET /<plural>/events, fed through Redis), without ever
@@ -296,7 +296,7 @@ func typingInline(t *testing.T, a, b *env, customer, typed string) (x *store.Ord
 // edit survives a change of that order in A: B's row form says the order
 // changed ("Order N was changed elsewhere — now version 2"), and its
 // Compare sends the form with its stale version, which the server answers
-// with the §7 comparison, yours beside theirs, saving nothing.
+// with the conflict comparison, yours beside theirs, saving nothing.
 func TestLiveInlineEditKept(t *testing.T) {
 	a, b := startLive(t)
 	x, row, field := typingInline(t, a, b, "Frances Allen", "Frances E. Allen")

@@ -1,6 +1,6 @@
 package browser_test
 
-// Notices (CONTRACT §7, issue 9 defect 2): kinds that look different and
+// Notices: kinds that look different and
 // are announced in the right live region, a new notice replacing the old,
 // dismissal from the keyboard, a flash shown once.
 

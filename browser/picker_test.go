@@ -1,6 +1,6 @@
 package browser_test
 
-// The product picker of the order forms (CONTRACT §9, issue 10): typing in
+// The product picker of the order forms: typing in
 // an item's SKU or name suggests active products as an ARIA combobox;
 // choosing one copies its SKU, name and unit price into the row, which the
 // person may still change, and the order keeps those copies whatever

@@ -1,6 +1,6 @@
 package browser_test
 
-// The product catalogue (CONTRACT §9, issue 10) as a person uses it: the
+// The product catalogue as a person uses it: the
 // New form (a duplicate SKU first), the product's page, Edit, Delete; the
 // List's inline edit (Enter saves, Escape cancels), the Active box, the
 // search, the status filter, a sort header and a row's Delete; with

@@ -240,7 +240,7 @@ func badCases() []badCase {
 	return cs
 }
 
-// productBadCases are the malformed product requests (CONTRACT §9: the
+// productBadCases are the malformed product requests (the
 // same limits and robustness rules as orders); /products/1 exists, with
 // the SKU EXIST-1.
 func productBadCases() []badCase {
@@ -420,6 +420,7 @@ func checkMessage(t *testing.T, what string, r *testutil.Resp, wantJSON bool, ms
 // TestBadInput sends malformed requests in JSON and HTML and finds each
 // answered 4xx, with a message, and nothing stored.
 func TestBadInput(t *testing.T) {
+	testutil.Long(t)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -495,6 +496,7 @@ func TestBadInput(t *testing.T) {
 // refuses while reading them (app.Test cannot send those) to the built
 // binary on its embedded store.
 func TestBadInputOverHTTP(t *testing.T) {
+	testutil.Long(t)
 	app := startApp(t, "")
 	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Existing"}), testutil.HJSON).WantStatus(t, 201)
 	five := strings.Repeat("x", 5<<20)

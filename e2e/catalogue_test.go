@@ -1,6 +1,6 @@
 package e2e
 
-// The product catalogue's invariants (CONTRACT §9), checked from the
+// The product catalogue's invariants, checked from the
 // outside after a concurrent or chaotic load: over HTTP, every product
 // that exists is in every list it belongs in, once, as it is; no two
 // products share a SKU, case aside; every acknowledged write is there;

@@ -128,7 +128,7 @@ func (a *acked) pick(rnd *rand.Rand) int64 {
 }
 
 // productWorkers is how many product writers run beside a chaos run's
-// order writers (CONTRACT §9: products pass the same suites).
+// order writers (products pass the same suites).
 const productWorkers = 4
 
 // chaos runs workers against the app instances at bases for d: creates,
@@ -473,8 +473,9 @@ func reportChaos(t *testing.T, name string, workers int, d time.Duration, a *ack
 // TestChaos: 16 workers against two app instances sharing a real Redis,
 // then a real 3-node Cluster; after the 5 s repair window every list,
 // total and search agrees with the orders that exist, and every
-// acknowledged write is there (issue 8, test a).
+// acknowledged write is there.
 func TestChaos(t *testing.T) {
+	testutil.Long(t)
 	d := chaosDuration()
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {
@@ -488,7 +489,7 @@ func TestChaos(t *testing.T) {
 			apps := []*appServer{startApp(t, redisArg), startApp(t, redisArg)}
 			bases := []string{apps[0].base, apps[1].base}
 			a := chaos(t, func() []string { return bases }, 16, d)
-			time.Sleep(5 * time.Second) // the repair window (CONTRACT §8)
+			time.Sleep(5 * time.Second) // the repair window
 			start := time.Now()
 			v := checkInvariants(t, bases[0], a)
 			st, rdb := storeOf(t, redisArg)
@@ -507,8 +508,9 @@ func TestChaos(t *testing.T) {
 // SIGSTOP for 600 ms — longer than the app's 500 ms Redis timeouts, so
 // index writes time out after their record's transaction succeeded, and
 // shorter than the Cluster's 1 s node timeout, so no failover. After 5 s
-// the invariants hold (issue 8, test b).
+// the invariants hold.
 func TestChaosWithFaults(t *testing.T) {
+	testutil.Long(t)
 	d := chaosDuration()
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {
@@ -576,7 +578,7 @@ func TestChaosWithFaults(t *testing.T) {
 			a := chaos(t, bases, 16, d)
 			close(done)
 			wg.Wait()
-			time.Sleep(5 * time.Second) // the repair window (CONTRACT §8)
+			time.Sleep(5 * time.Second) // the repair window
 			start := time.Now()
 			v := checkInvariants(t, steady.base, a)
 			st, rdb := storeOf(t, redisArg)

@@ -75,6 +75,7 @@ func tally(rs []*testutil.Resp) map[int]int {
 // twenty without one, then twenty with the same If-Match, all at once over
 // HTTP against the built binary on a real redis-server.
 func TestConcurrentWriters(t *testing.T) {
+	testutil.Long(t)
 	rs := startRedis(t, 0)
 	app := startApp(t, rs.url())
 	base := app.base
@@ -231,8 +232,8 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-// TestConcurrentProductSKUs: a SKU is one product's, case aside
-// (CONTRACT §9), however many clients race for it over HTTP: creates of
+// TestConcurrentProductSKUs: a SKU is one product's, case aside, however
+// many clients race for it over HTTP: creates of
 // one SKU leave exactly one product and every loser is told which one
 // holds it; changes of twenty products to one SKU leave one holder; a
 // delete racing creates and changes of its SKU leaves at most one. Then
@@ -240,6 +241,7 @@ func TestConcurrentWriters(t *testing.T) {
 // On miniredis, and on a real Redis and a Cluster when they answer
 // (testutil.Targets: ORDERS_TEST_REDIS, ORDERS_TEST_CLUSTER).
 func TestConcurrentProductSKUs(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			st := testutil.NewStore(t, tg)

@@ -57,7 +57,7 @@ func (n *loadCounts) saw(method string, status int) {
 	n.statuses[method+" "+strconv.Itoa(status)]++
 }
 
-// next lists the statuses an order may move to (CONTRACT §1).
+// next lists the statuses an order may move to.
 var nextStatus = map[string][]string{
 	"pending": {"confirmed", "cancelled"}, "confirmed": {"shipped", "cancelled"}, "shipped": {"delivered"},
 }
@@ -212,6 +212,7 @@ func runLoad(base string, seed uint64, st *loadState, n *loadCounts, stop <-chan
 // its order, no order without its index entries, and no acknowledged order
 // lost.
 func TestCrashAtomicity(t *testing.T) {
+	testutil.Long(t)
 	rs := startRedis(t, 0)
 	rdb := rs.client(t)
 	seed := uint64(time.Now().UnixNano())

@@ -36,7 +36,7 @@ func writeRequests(id string) []writeReq {
 	}
 }
 
-// productWriteRequests are the unsafe requests of product id (CONTRACT §9:
+// productWriteRequests are the unsafe requests of product id (
 // the same rules as orders).
 func productWriteRequests(id string) []writeReq {
 	mpCT, mp := multipartOf("sku", "EVIL-1", "name", "Evil", "unit_price", "1")

@@ -198,6 +198,7 @@ func (a *answered) check(t *testing.T, base string) (lost int) {
 // there after every restart, and no id answered before is handed out
 // again. Snapshots every 500 ms, so kills also fall around them.
 func TestEmbeddedKillLosesNoAcknowledgedWrite(t *testing.T) {
+	testutil.Long(t)
 	const writers, kills = 4, 3
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -264,6 +265,7 @@ func TestEmbeddedKillLosesNoAcknowledgedWrite(t *testing.T) {
 // saying which file and that another process holds it; the first goes on
 // serving, and its data is whole after it stops and starts again.
 func TestEmbeddedSecondProcessOnTheSameDataRefusesToStart(t *testing.T) {
+	testutil.Long(t)
 	data := filepath.Join(t.TempDir(), "orders.json")
 	first := startEmbedded(t, data)
 	create := func(name string) int64 {

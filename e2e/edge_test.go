@@ -158,6 +158,7 @@ const halfSent = "GET /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application
 // headers are up. With a total cap set above the file limit, the process
 // runs out of descriptors: it must keep accepting once the flood ends.
 func TestConnectionFloodsNeverStopTheServer(t *testing.T) {
+	testutil.Long(t)
 	t.Run("within the caps", func(t *testing.T) {
 		app := startLimitedApp(t, "MAX_CONNS_PER_IP=100")
 		addr := strings.TrimPrefix(app.base, "http://")
@@ -289,6 +290,7 @@ func rssKB(t *testing.T, pid int) int {
 // announced: its resident memory grows by far less than 300 × 4 MiB, and
 // /healthz answers throughout.
 func TestAnnouncedBodiesTakeNoMemoryUntilTheyArrive(t *testing.T) {
+	testutil.Long(t)
 	app := startLimitedApp(t)
 	addr := strings.TrimPrefix(app.base, "http://")
 	pid := app.cmd.Process.Pid // prlimit execs the app: the same process
@@ -342,6 +344,7 @@ func mustRequest(t *testing.T, url string) *http.Request {
 // answers from another address, and once the held bodies end they are
 // served and a new body is read again.
 func TestBodyFloodHeldWithinTheBudget(t *testing.T) {
+	testutil.Long(t)
 	const budgetMiB = 32
 	app := startLimitedApp(t, "BODY_BUDGET="+strconv.Itoa(budgetMiB))
 	addr := strings.TrimPrefix(app.base, "http://")

@@ -28,7 +28,7 @@ import (
 	"orders/testutil"
 )
 
-// Live updates from the outside (CONTRACT §10, issue 11): the binary's
+// Live updates from the outside: the binary's
 // /orders/events and /products/events read by a small text/event-stream
 // client (testutil.SSE), across app processes sharing one Redis or a
 // Cluster; replay, reset, heartbeats, the bound on streams, shutdown; and
@@ -386,6 +386,7 @@ func (l *latencies) String() string {
 // does a cursor older than the oldest event kept, once the app's own XADD
 // has trimmed the stream to store.EventsKept.
 func TestEventsAcrossInstances(t *testing.T) {
+	testutil.Long(t)
 	for _, target := range []string{"redis", "cluster"} {
 		t.Run(target, func(t *testing.T) {
 			var redisArg string
@@ -497,7 +498,7 @@ func TestEventsAcrossInstances(t *testing.T) {
 			// A cursor older than the oldest event kept. The stream is made
 			// longer than EventsKept cheaply: 15,000 repeated events of an
 			// order as it is, XADDed straight to its key (an event may come
-			// twice, CONTRACT §10 and docs/api.md §9: these are what a
+			// twice, docs/api.md §9: these are what a
 			// reconciler's repeat looks like), without MAXLEN; then one
 			// write through A, whose own XADD MAXLEN ~ EventsKept trims it.
 			ctx := context.Background()
@@ -571,6 +572,7 @@ func checkReset(t *testing.T, s *script, base, path string, h map[string]string,
 // TestEventsHeartbeat: an idle stream gets a heartbeat comment every
 // ORDERS_EVENT_HEARTBEAT, and no event.
 func TestEventsHeartbeat(t *testing.T) {
+	testutil.Long(t)
 	rs := startRedis(t, 0)
 	const every = 200 * time.Millisecond
 	app := startApp(t, rs.url(), "ORDERS_EVENT_HEARTBEAT="+every.String())
@@ -765,7 +767,7 @@ func inProcessStore(t *testing.T, cfg routes.Config, wrap func(net.Listener) net
 		}
 	}
 	if tg == nil {
-		t.Skip("*** SKIPPING: no real Redis (set ORDERS_TEST_REDIS or run .ci/run) ***")
+		testutil.Skip(t, testutil.NoRealRedis)
 	}
 	st := testutil.NewStore(t, *tg)
 	cfg.Store, cfg.Files, cfg.Logger = st, testutil.Files(t), testutil.Logger(t)
@@ -950,6 +952,7 @@ func TestEventsStalledSubscriber(t *testing.T) {
 // process of their own, TestHelperEventClients, so that only the server
 // is measured). A figure, not an assertion.
 func TestEventsMemoryPerStream(t *testing.T) {
+	testutil.Long(t)
 	// Every stream comes from 127.0.0.1: lift the per-address limit.
 	st, _, base := inProcessStore(t, routes.Config{Limits: store.LimitOptions{Rules: store.LimitRules{StreamsPerAddress: 1000}}}, nil)
 	for range 3 { // warm the server: its workers, pools and templates
@@ -1065,9 +1068,7 @@ func TestHelperEventClients(t *testing.T) {
 // with the cursor of an event the new master holds gets exactly what
 // followed it.
 func TestEventsResetAfterALossyClusterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a six-node cluster")
-	}
+	testutil.Long(t)
 	tc := startCluster(t, 3, 1)
 	app := startApp(t, tc.addrs())
 	opt := &redis.ClusterOptions{Addrs: strings.Split(tc.addrs(), ",")}

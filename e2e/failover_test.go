@@ -134,17 +134,15 @@ func failoverWorker(base string, w int, l *failoverLoad, stop *atomic.Bool) {
 	}
 }
 
-// TestClusterFailoverWithinSeconds is test (c) of issue 8: 3 masters with a
+// TestClusterFailoverWithinSeconds 3 masters with a
 // replica each, the app under load (creates, reads, PUTs), and kill -9 of
 // a master. The replica takes over after the node timeout; the app must
-// answer again within 2 s of that promotion (CONTRACT §8; go-redis alone
+// answer again within 2 s of that promotion (go-redis alone
 // took up to a minute: it re-read the slot map only on MOVED or every
 // 60 s), /readyz must say 503 between the kill and the promotion and 200
 // after, and every acknowledged write must be readable, and listed, after.
 func TestClusterFailoverWithinSeconds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a six-node cluster")
-	}
+	testutil.Long(t)
 	tc := startCluster(t, 3, 1)
 	app := startApp(t, tc.addrs())
 	victim, replica := tc.aMasterWithReplica(t)
@@ -265,20 +263,20 @@ func TestClusterFailoverWithinSeconds(t *testing.T) {
 				why = append(why, ln)
 			}
 		}
-		line := "failover: answers 500 during the failover, want 503 (an outage, CONTRACT §8): " + strings.Join(l.internal, "; ") +
+		line := "failover: answers 500 during the failover, want 503 (an outage): " + strings.Join(l.internal, "; ") +
 			"; the app logged: " + strings.Join(why, " | ")
 		figure(line)
 		t.Log(line)
 	}
 	if window > 2*time.Second {
-		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s (CONTRACT §8)", window.Round(time.Millisecond))
+		t.Errorf("5xx answers went on %v after the replica's promotion; want at most 2 s", window.Round(time.Millisecond))
 	}
 	if l.creates == 0 || !l.lastAck.After(promoted.Add(2*time.Second)) {
 		t.Fatalf("no write was acknowledged later than 2 s after the promotion (last at %v after it; %d creates): the app did not recover, or the load never ran",
 			l.lastAck.Sub(promoted).Round(time.Millisecond), l.creates)
 	}
 	if l.slowest > 2*time.Second {
-		t.Errorf("an answer took %v during the failover; want every answer (503 included) within 2 s (CONTRACT §3)", l.slowest.Round(time.Millisecond))
+		t.Errorf("an answer took %v during the failover; want every answer (503 included) within 2 s", l.slowest.Round(time.Millisecond))
 	}
 	if !saw503 {
 		t.Errorf("/readyz never answered 503 between the kill and the promotion (%v): want 503 while the dead master's slots have no master", promoted.Sub(t0).Round(time.Millisecond))

@@ -1,4 +1,4 @@
-// Package e2e tries to break the promises of issue 4 ("Never lose an order,
+// Package e2e tries to break the promises "Never lose an order,
 // never let a stranger in") from the outside: the built binary as a
 // subprocess on its own redis-server, and the application in process for
 // the request-level checks. It holds tests only.
@@ -39,7 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testutil.Run(m)
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
@@ -71,7 +71,7 @@ func appBinary(t testing.TB) string {
 	return buildBin
 }
 
-// redisServerPath returns redis-server's path, or skips loudly (fails with
+// redisServerPath returns redis-server's path, or skips (fails with
 // ORDERS_REQUIRE_REDIS=1) when it is not installed.
 func redisServerPath(t testing.TB) string {
 	t.Helper()
@@ -80,9 +80,7 @@ func redisServerPath(t testing.TB) string {
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 			t.Fatalf("*** redis-server is not installed (%v), and ORDERS_REQUIRE_REDIS=1 ***", err)
 		}
-		t.Logf("*** SKIPPING %s: redis-server is not installed (%v); install redis-server or run .ci/run ***", t.Name(), err)
-		fmt.Fprintf(os.Stderr, "*** SKIPPING %s: redis-server is not installed ***\n", t.Name())
-		t.Skip("redis-server is not installed")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	return p
 }
@@ -339,14 +337,14 @@ func figure(line string) {
 	}
 }
 
-// matchesSearch is CONTRACT §4's search of one list row, written plainly
+// matchesSearch is the documented search of one list row, written plainly
 // for the checks here: every space-separated term of q is the row's id or
 // the start of a word of its customer name (case and accents folded). The
 // rows these tests make carry no email and no SKU a query here starts.
 func matchesSearch(o orderJSON, q string) bool {
 	words := strings.FieldsFunc(foldText(o.Customer), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
 	// The query splits at spaces, and at punctuation and symbols other than
-	// . - _ @ + ("o'b" is the terms o and b), as CONTRACT §4's words do.
+	// . - _ @ + ("o'b" is the terms o and b), as the documented search does.
 	split := func(r rune) bool {
 		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
 	}

@@ -1,6 +1,6 @@
 package e2e
 
-// History after a load (CONTRACT §10): every write of a record appends
+// History after a load: every write of a record appends
 // exactly one entry, in the record's own transaction. Read from the
 // outside over HTTP JSON, after a chaos run: every acknowledged version
 // has exactly one created/updated entry with that version; no entry has a

@@ -119,9 +119,7 @@ func wholeLists(base string, ids map[int64]bool, workers int) []string {
 // writes. Within 10 s of the promotion, with no manual step, the lists,
 // the status filters and the searches show exactly the orders that exist.
 func TestLossyFailoverListsWholeWithinSeconds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a six-node cluster")
-	}
+	testutil.Long(t)
 	ctx := context.Background()
 	tc := startCluster(t, 3, 1)
 	app := startApp(t, tc.addrs())

@@ -160,6 +160,7 @@ func burst(t *testing.T, app *appServer, phase string, n int, down bool) time.Du
 // TestRedisOutage: a stopped Redis and a killed one each give quick 503s in
 // the representation asked for, and the app recovers by itself.
 func TestRedisOutage(t *testing.T) {
+	testutil.Long(t)
 	rs := startRedis(t, 0)
 	app := startApp(t, rs.url())
 	var o orderJSON

@@ -52,7 +52,7 @@ func TestBasicAuth(t *testing.T) {
 // and a same-origin browser write through it passes when the proxy is
 // trusted; without the header, an https Origin does not match the http the
 // app sees. From a client that is not a trusted proxy, X-Forwarded-* mean
-// nothing (CONTRACT §8): they can neither make a write pass nor change the
+// nothing: they can neither make a write pass nor change the
 // host the app checks.
 func TestOriginBehindProxy(t *testing.T) {
 	newApp := func(trusted []string) *fiber.App {

@@ -1,6 +1,6 @@
 package routes
 
-// The 409 (CONTRACT §3, §7; issue 9 defect 4): yours beside theirs, field
+// The 409: yours beside theirs, field
 // by field and item by item, only what differs, and both ways on.
 
 import (

@@ -1,6 +1,6 @@
 package routes
 
-// Error statuses of CONTRACT §3, each in the representation asked for.
+// Error statuses, each in the representation asked for.
 
 import (
 	"context"
@@ -356,6 +356,7 @@ func hungRedis(t *testing.T) string {
 // TestRedisDown: a dead or hung Redis gives 503 with Retry-After within two
 // seconds, with the client options main.go uses.
 func TestRedisDown(t *testing.T) {
+	testutil.Long(t)
 	redis.SetLogger(quietRedis{}) // its dial errors are expected here
 	for _, c := range []struct{ name, addr string }{{"refused", "127.0.0.1:1"}, {"hung", hungRedis(t)}} {
 		t.Run(c.name, func(t *testing.T) {

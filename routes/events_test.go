@@ -662,6 +662,7 @@ func TestEventsReplaySeam(t *testing.T) {
 // event the stream holds, else event: reset (data {}, the id to go on
 // from) and the live events.
 func TestEventsCursors(t *testing.T) {
+	testutil.Long(t)
 	st := testutil.NewStore(t, testutil.Miniredis(t))
 	l := serveLive(t, "cursors", st)
 	feed := st.Feed(store.OrderEvents)
@@ -930,9 +931,7 @@ func TestEventsClientGone(t *testing.T) {
 // cut off (its buffer fills, then the write deadline), and its slot and
 // goroutines are freed; a client reading beside it gets every event.
 func TestEventsSlowClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the stream write deadline (30 s)")
-	}
+	testutil.Long(t)
 	mr := miniredis.RunT(t)
 	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rc.Close() })
@@ -1001,6 +1000,7 @@ func TestEventsSlowClient(t *testing.T) {
 // middle of a long replay and one whose client reads nothing, returns at
 // once; the streams of clients that read end cleanly.
 func TestEventsShutdown(t *testing.T) {
+	testutil.Long(t)
 	mr := miniredis.RunT(t)
 	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rc.Close() })
@@ -1100,7 +1100,7 @@ type ownRedis struct {
 func startOwnRedis(t *testing.T) *ownRedis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("no redis-server")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -1163,6 +1163,7 @@ func (r *ownRedis) forget() { _ = os.Remove(filepath.Join(r.dir, "dump.rdb")) }
 // stream as EventSource does gets every event with no gap, or a reset
 // when the events it missed are gone.
 func TestEventsWhileRedisGoesAway(t *testing.T) {
+	testutil.Long(t)
 	r := startOwnRedis(t)
 	st, feed, f := followOver(t, r.addr())
 	ctx := context.Background()
@@ -1269,6 +1270,7 @@ func TestEventsWhileRedisGoesAway(t *testing.T) {
 // retries, not a 200 that ends with nothing; once Redis answers, the same
 // request replays what it missed.
 func TestEventsReplayWhileRedisHangs(t *testing.T) {
+	testutil.Long(t)
 	r := startOwnRedis(t)
 	st, feed, f := followOver(t, r.addr())
 	ctx := context.Background()
@@ -1314,6 +1316,7 @@ func TestEventsReplayWhileRedisHangs(t *testing.T) {
 // open stream and started again with its data: the stream goes on, or
 // ends and the client gets the rest on reconnecting, with no gap.
 func TestEventsWhileMiniredisGoesAway(t *testing.T) {
+	testutil.Long(t)
 	mr := miniredis.RunT(t)
 	st, feed, f := followOver(t, mr.Addr())
 	ctx := context.Background()
@@ -1482,7 +1485,7 @@ func TestEventsReplayOutrun(t *testing.T) {
 		}
 	}
 	if tg.Name != "redis" {
-		t.Skip("*** SKIPPING: no real Redis ***")
+		testutil.Skip(t, testutil.NoRealRedis)
 	}
 	rc := tg.Client
 	st := testutil.NewStore(t, tg)

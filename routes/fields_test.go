@@ -64,7 +64,7 @@ func dump(in orderIn) string {
 }
 
 // TestJSONWrongTypeNamesTheField: a JSON value of the wrong type is a 400
-// that names the field as the errors of CONTRACT §3 do (items[N][field])
+// that names the field as every validation error does (items[N][field])
 // and says what it must be.
 func TestJSONWrongTypeNamesTheField(t *testing.T) {
 	for body, want := range map[string]string{

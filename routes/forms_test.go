@@ -1,6 +1,6 @@
 package routes
 
-// The order forms and the order page (issue 9, defects 1, 3, 10, 12): what
+// The order forms and the order page: what
 // the server sends so that they work without JavaScript, and what it says
 // about an order deleted elsewhere. The browser tests (browser/forms_test.go)
 // drive the same through Chromium.

@@ -1,6 +1,6 @@
 package routes
 
-// History and notes (CONTRACT §10, issue 11), over every resource of
+// History and notes, over every resource of
 // resourceSuites: one entry per successful write, newest first, saying
 // who, how and what changed; pages of 25 by cursor; the history of a
 // deleted record; notes in every representation; the record's page,

@@ -92,7 +92,7 @@ type itemJSON struct {
 	LineTotal string `json:"line_total"`
 }
 
-// errorJSON is the JSON of an error (CONTRACT §3).
+// errorJSON is the JSON of an error.
 type errorJSON struct {
 	Error     string            `json:"error"`
 	Errors    map[string]string `json:"errors"`

@@ -11,7 +11,7 @@ import (
 // TestIdempotencyKey: a client that retries POST /orders with the same
 // Idempotency-Key and body (after a 503, a timeout, a lost connection) gets
 // the first request's order and status and never a second order; the same
-// key with another body is 422; a malformed key is 400 (CONTRACT §8).
+// key with another body is 422; a malformed key is 400.
 func TestIdempotencyKey(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		order := map[string]any{"customer": "Ada Lovelace", "items": []any{item("Mug", 2, "3.25")}}

@@ -1,6 +1,6 @@
 package routes
 
-// Issue 9's List query in routes: sort, from and to (their 400s), every
+// The List query in routes: sort, from and to (their 400s), every
 // query parameter kept by every link, the JSON lower-bound flag, the words
 // the page says (past the end, an empty range, match order) and the title.
 
@@ -172,7 +172,7 @@ var (
 )
 
 // TestListURLRoundTrip: every link and htmx request of the List and the
-// Inquiry keeps the whole query (CONTRACT §4): q, status, sort, from, to,
+// Inquiry keeps the whole query: q, status, sort, from, to,
 // per_page, and the page where it is the same page.
 func TestListURLRoundTrip(t *testing.T) {
 	a := datedApp(t, 12)
@@ -281,9 +281,7 @@ func wantKeeps(t *testing.T, what, link string, full url.Values, except ...strin
 // of several terms that examines more than store.MaxCandidates orders says
 // true, and the page says "at least".
 func TestListLowerBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds more than store.MaxCandidates orders")
-	}
+	testutil.Long(t)
 	tg := testutil.Miniredis(t)
 	st := store.New(tg.Client, store.Options{})
 	// Examining 10,000 candidates on miniredis takes longer than the
@@ -341,7 +339,7 @@ func TestListLowerBound(t *testing.T) {
 }
 
 // TestListWords: what the List page says past the end, in match order,
-// and its title (issue 9 #7 and #8).
+// and its title.
 func TestListWords(t *testing.T) {
 	a := datedApp(t, 30)
 	a.get(t, "/orders?page=999", testutil.HPage).WantStatus(t, http.StatusOK).
@@ -378,7 +376,7 @@ func TestListWords(t *testing.T) {
 	a.get(t, "/orders/1/edit", testutil.HXTo("tr#order-row-1")).WantLacks(t, "<title>")
 }
 
-// TestListDeleteRefetch (issue 9 #8): a row's delete tells the results to
+// TestListDeleteRefetch: a row's delete tells the results to
 // fetch themselves again, so the count and the page are right.
 func TestListDeleteRefetch(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {

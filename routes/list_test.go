@@ -1,6 +1,6 @@
 package routes
 
-// List and Inquiry queries (CONTRACT §4): search, filter, pages, links.
+// List and Inquiry queries: search, filter, pages, links.
 
 import (
 	"html"

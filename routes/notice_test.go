@@ -1,6 +1,6 @@
 package routes
 
-// Notices (CONTRACT §7, issue 9 defect 2): kinds that look different,
+// Notices: kinds that look different,
 // a new notice replacing the old one in every htmx answer, the flash
 // after a redirect shown once, with its kind.
 
@@ -85,8 +85,8 @@ func wantNoNotice(t *testing.T, r *testutil.Resp) {
 }
 
 // TestNoticeKinds: every notice the routes produce has its kind, goes to
-// its region, and replaces the one before: the stale "saved" of issue 9
-// never stays beside an error.
+// its region, and replaces the one before: a stale "saved" never stays
+// beside an error.
 func TestNoticeKinds(t *testing.T) {
 	eachTarget(t, func(t *testing.T, a *testApp) {
 		o := a.create(t, map[string]any{"customer": "Notice Co", "items": []any{item("Tape", 1, "3.00")}})

@@ -1,6 +1,6 @@
 package routes
 
-// Writes (CONTRACT §2, §3): create, update and delete in each
+// Writes: create, update and delete in each
 // representation, forms, method override, money, conditional requests and
 // the notice that follows a plain form post.
 

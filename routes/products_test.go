@@ -1,6 +1,6 @@
 package routes
 
-// What only products promise (CONTRACT §9): a SKU unique case aside, the
+// What only products promise: a SKU unique case aside, the
 // fields and their checks, the active checkbox, the List's query, and
 // orders that never change when a product does. What every resource
 // promises is in resources_test.go, which runs products too.
@@ -580,7 +580,7 @@ func TestProductListPage(t *testing.T) {
 	}
 }
 
-// TestProductChangesNeverChangeOrders (CONTRACT §9): an order's item keeps
+// TestProductChangesNeverChangeOrders: an order's item keeps
 // its own SKU, name and price; changing, deactivating or deleting the
 // product it was sold as changes no order, not even its version, and the
 // order is still found by that SKU.

@@ -1,6 +1,6 @@
 package routes
 
-// Every GET URI in its three representations (CONTRACT §2), the HX-Target
+// Every GET URI in its three representations, the HX-Target
 // narrowing, ETags, and the headers every response carries.
 
 import (
@@ -63,7 +63,7 @@ func keys(m map[string]any) []string {
 	return ks
 }
 
-// wantListJSON checks the List and Inquiry JSON shape (CONTRACT §4).
+// wantListJSON checks the List and Inquiry JSON shape.
 func wantListJSON(t *testing.T, r *testutil.Resp, inquiry bool, total int) map[string]any {
 	t.Helper()
 	m := r.Object(t)
@@ -195,7 +195,7 @@ func TestPageLayout(t *testing.T) {
 		r := a.get(t, "/orders", testutil.HPage).WantStatus(t, http.StatusOK)
 		r.WantContains(t, `href="/orders"`, `href="/orders/inquiry"`, `href="/orders/new"`,
 			`role="status"`, `aria-live="polite"`, `src="/public/js/htmx.min.`, `rel="icon"`)
-		// No inline script or style (strict CSP, CONTRACT §7).
+		// No inline script or style (strict CSP).
 		r.WantLacks(t, "<script>", "<style", " style=", " hx-on", "onclick=")
 		csp := r.Header.Get("Content-Security-Policy")
 		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {

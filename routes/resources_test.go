@@ -1,6 +1,6 @@
 package routes
 
-// The suites every resource passes (issue 10: a second resource passes the
+// The suites every resource passes (a second resource passes the
 // same suites as orders). Each test here runs the same cases over every
 // resource of resourceSuites: orders and products. What only one resource
 // promises is in its own file (orders_test.go, products_test.go).
@@ -125,7 +125,7 @@ func (s *suiteResource) wantCount(t testing.TB, a *testApp, n int64, after strin
 func (s *suiteResource) row(id int64) testutil.H { return testutil.HXTo("tr#" + s.R.RowID(id)) }
 
 // TestResourceRepresentations: every GET URI of every resource as a page,
-// a fragment and JSON (CONTRACT §2), with the headers every answer carries,
+// a fragment and JSON, with the headers every answer carries,
 // and HEAD without a body.
 func TestResourceRepresentations(t *testing.T) {
 	eachResource(t, func(t *testing.T, s *suiteResource, a *testApp) {
@@ -204,8 +204,8 @@ func TestResourceRepresentations(t *testing.T) {
 	})
 }
 
-// TestResourceWrites: create, update and delete in every representation
-// (CONTRACT §3): JSON's 201 with Location, 200 and 204; htmx's fragment
+// TestResourceWrites: create, update and delete in every representation:
+// JSON's 201 with Location, 200 and 204; htmx's fragment
 // with HX-Push-Url, HX-Replace-Url or HX-Location; a plain form's 303
 // with the notice as a flash cookie.
 func TestResourceWrites(t *testing.T) {
@@ -532,7 +532,7 @@ func TestResourceConflict(t *testing.T) {
 	})
 }
 
-// TestResourceStatuses: the error statuses of CONTRACT §3 that every
+// TestResourceStatuses: the error statuses that every
 // resource shares, each in the representation asked for, each changing
 // nothing: 404, 405 with Allow, 406, 415, 413, 400 (a body that cannot
 // be read), 403 from another origin.
@@ -770,7 +770,7 @@ func TestResourceStatuses(t *testing.T) {
 }
 
 // TestResourceMethodOverride: a plain form sends PUT and DELETE as a POST
-// with _method (CONTRACT §2), urlencoded or multipart, in any case; the
+// with _method, urlencoded or multipart, in any case; the
 // answer is the 303 and the notice a plain form gets.
 func TestResourceMethodOverride(t *testing.T) {
 	eachResource(t, func(t *testing.T, s *suiteResource, a *testApp) {

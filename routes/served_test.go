@@ -1,6 +1,6 @@
 package routes
 
-// Issue 9, "served like a fast site": compressed responses, content-hashed
+// Served like a fast site: compressed responses, content-hashed
 // static URLs cached for a year, a meta description on every page.
 
 import (

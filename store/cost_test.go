@@ -214,11 +214,12 @@ func costEnv(t *testing.T, name string, def int) int {
 // slowlog-log-slower-than 50000 would hold), and no query answers 503. The
 // slowest commands are printed as figures.
 func TestNoQueryHoldsRedisFor50ms(t *testing.T) {
+	testutil.Long(t)
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 			t.Fatal("*** no redis-server installed, and ORDERS_REQUIRE_REDIS=1 ***")
 		}
-		t.Skip("*** SKIPPING: no redis-server installed; run .ci/run ***")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	n := costEnv(t, "ORDERS_COST_ORDERS", 100_000)
 	np := costEnv(t, "ORDERS_COST_PRODUCTS", 20_000)
@@ -312,6 +313,7 @@ func TestNoQueryHoldsRedisFor50ms(t *testing.T) {
 // each is answered, or refused with EBROAD (a 400), never EUNAVAILABLE
 // (a 503). The slowest are printed as figures.
 func TestEveryQueryIsAnsweredOnTheEmbeddedStore(t *testing.T) {
+	testutil.Long(t)
 	n := costEnv(t, "ORDERS_COST_EMBEDDED_ORDERS", 20_000)
 	np := costEnv(t, "ORDERS_COST_EMBEDDED_PRODUCTS", 5_000)
 	o := &redis.Options{}

@@ -19,6 +19,7 @@ import (
 // single offsets near both ends and the middle, with an exact total, in
 // every status and in one.
 func TestDatedSortsAgreeWithTheOracle(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -97,6 +98,7 @@ func checkDated(t *testing.T, f *fixture, q store.OrderQuery, want []int64) {
 // chunk at a time and merged; read in chunks of 4 to 16 members, they
 // still agree with the oracle, in match order, on every page.
 func TestSearchCandidatesMergeInChunks(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)

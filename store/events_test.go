@@ -228,7 +228,7 @@ func TestFeedDropsASubscriberThatFallsBehind(t *testing.T) {
 func TestEventsAfterALostPublish(t *testing.T) {
 	addrs := os.Getenv("ORDERS_TEST_CLUSTER")
 	if addrs == "" {
-		t.Skip("*** SKIPPING: ORDERS_TEST_CLUSTER is not set; .ci/run starts a Cluster ***")
+		testutil.Skip(t, testutil.NoCluster)
 	}
 	var failXAdd atomic.Int64
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})

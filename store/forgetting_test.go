@@ -53,7 +53,7 @@ func (r *ownRedis) start(t *testing.T) {
 // restart and no manual step.
 func TestForgottenWritesNeverReuseAnId(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("*** SKIPPING: no redis-server installed; run .ci/run ***")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	for _, how := range []string{"wiped", "restored"} {
 		t.Run(how, func(t *testing.T) {
@@ -180,7 +180,7 @@ func TestForgottenWritesNeverReuseAnId(t *testing.T) {
 // no id; once Redis takes writes, it is ready and the next id is fresh.
 func TestNotReadyUntilTheCountersArePastTheIdsInUse(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("*** SKIPPING: no redis-server installed; run .ci/run ***")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -22,7 +22,7 @@ import (
 // be refused the same way.)
 func TestAFullRedisIsAnOutage(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("*** SKIPPING: no redis-server installed; run .ci/run ***")
+		testutil.Skip(t, testutil.NoRedisServer)
 	}
 	port := testutil.ClusterPort(t, map[int]bool{})
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

@@ -20,7 +20,7 @@ func boolPtr(b bool) *bool { return &b }
 
 // TestProductLifecycle: create with defaults, the field rules, a change, a
 // change that changes nothing, the version checks, a delete that frees the
-// SKU (CONTRACT §9).
+// SKU.
 func TestProductLifecycle(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {

@@ -106,6 +106,7 @@ func TestRepairWalksEveryIndexAWriteUses(t *testing.T) {
 // found, fixed and reported exactly. Also on a store that writes its index
 // entries after the record's transaction, with intents (as on a Cluster).
 func TestRepairBesideWritersCountsOnlyDamageThatStays(t *testing.T) {
+	testutil.Long(t)
 	targets := testutil.Targets(t)
 	for _, tg := range targets {
 		if tg.Name == "redis" {

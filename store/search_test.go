@@ -16,8 +16,8 @@ import (
 	"orders/testutil"
 )
 
-// The oracle: CONTRACT §4 written as plainly as possible, independent of
-// the store's indexes, for orders with ASCII text.
+// The oracle: the documented search (docs/api.md) written as plainly as
+// possible, independent of the store's indexes, for orders with ASCII text.
 
 func oracleTerms(o *store.Order) []string {
 	out := strings.FieldsFunc(strings.ToLower(o.Customer), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
@@ -35,7 +35,7 @@ func oracleTerms(o *store.Order) []string {
 // firstMatch is the smallest of o's terms that starts with t, or "". A
 // term that starts another term of the same order ("grace" and
 // "grace.hopper@example.com") is indexed as the longer one only, so the
-// order is listed under that (CONTRACT §4's match order, docs/api.md).
+// order is listed under that (the match order of docs/api.md).
 func firstMatch(o *store.Order, t string) string {
 	best := ""
 	terms := oracleTerms(o)
@@ -110,8 +110,8 @@ func oracleSearch(all []*store.Order, q store.OrderQuery) []int64 {
 	return out
 }
 
-// matchOrder compares two records in match order for the driving term d
-// (CONTRACT §4): the record d names by id first, then by the first of its
+// matchOrder compares two records in match order for the driving term d:
+// the record d names by id first, then by the first of its
 // terms that d starts (aTerm, bTerm), newest first.
 func matchOrder(d string, aID, bID int64, aTerm, bTerm string) int {
 	ea, eb := strconv.FormatInt(aID, 10) == d, strconv.FormatInt(bID, 10) == d
@@ -349,6 +349,7 @@ func TestSearchFoldsUnicode(t *testing.T) {
 // than MaxCandidates orders stops there and says its total is a lower
 // bound; a selective one is exact.
 func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
+	testutil.Long(t)
 	tg := testutil.Targets(t)[0]
 	f := fresh(t, tg)
 	n := store.MaxCandidates + 1500
@@ -388,6 +389,7 @@ func TestSearchOfManyTermsSaysWhenItStopped(t *testing.T) {
 // the five status sets; seeded orders (many equal totals) agree with the
 // oracle on every page and at single deep offsets.
 func TestSortedPagesDeepInTheMerge(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)

@@ -262,7 +262,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		if got, _ := f.s.GetOrder(ctx, o.ID); got.Email != "" || got.Notes != "" {
 			t.Errorf("Get after clearing: got email %q notes %q, want empty", got.Email, got.Notes)
 		}
-		// An update that changes nothing keeps the version (CONTRACT §8), so
+		// An update that changes nothing keeps the version, so
 		// it never makes a stale form out of someone else's.
 		unchanged := jsonOf(t, u)
 		if u = f.update(t, o.ID, store.OrderInput{Status: ptr("pending")}); u.Version != 3 {
@@ -372,7 +372,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 		// id counter remains, a tombstone per deleted id that expires (so no
 		// retried create brings an order back), and each one's history,
 		// which expires in 30 days, and the event stream, which keeps the
-		// last EventsKept events (CONTRACT §10).
+		// last EventsKept events.
 		for _, o := range []*store.Order{a, c} {
 			if err := f.s.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)

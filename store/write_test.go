@@ -103,7 +103,7 @@ func TestClusterIndexFaultsAreRepairedWithin5s(t *testing.T) {
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 			t.Fatal("*** ORDERS_TEST_CLUSTER is not set, and ORDERS_REQUIRE_REDIS=1 ***")
 		}
-		t.Skip("*** SKIPPING: no Redis Cluster (set ORDERS_TEST_CLUSTER=host:port,… or run .ci/run) ***")
+		testutil.Skip(t, testutil.NoCluster)
 	}
 	f := fresh(t, tg)
 	fl := &faults{rate: 0.25}

@@ -37,7 +37,7 @@ func (h H) With(more H) H {
 	return out
 }
 
-// The request header sets of the representations (CONTRACT §2).
+// The request header sets of the representations.
 var (
 	// HPage is a browser navigation.
 	HPage = H{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
@@ -326,7 +326,7 @@ func (r *Resp) WantFragment(t testing.TB, rootID string) *Resp {
 	return r.WantLacks(t, "<html", "<!doctype", `id="main"`).WantContains(t, `id="`+rootID+`"`)
 }
 
-// WantNegotiated checks what every negotiated response says (CONTRACT §2):
+// WantNegotiated checks what every negotiated response says:
 // Vary names Accept and HX-Request, and a body has a charset=utf-8 type.
 func (r *Resp) WantNegotiated(t testing.TB) *Resp {
 	t.Helper()

@@ -34,14 +34,13 @@ func Loopback(t testing.TB, n int) net.IP {
 	return ip
 }
 
-// SkipEdge skips the test loudly for why, or fails it when
-// ORDERS_REQUIRE_EDGE=1 (CI, where the edge tests' tools must be there).
+// SkipEdge skips the test for why, counted on the package's summary line,
+// or fails it when ORDERS_REQUIRE_EDGE=1 (CI, where the edge tests' tools
+// must be there).
 func SkipEdge(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv("ORDERS_REQUIRE_EDGE") == "1" {
 		t.Fatalf("*** %s, and ORDERS_REQUIRE_EDGE=1 ***", why)
 	}
-	t.Logf("*** SKIPPING %s: %s ***", t.Name(), why)
-	fmt.Fprintf(os.Stderr, "*** SKIPPING %s: %s ***\n", t.Name(), why)
-	t.Skip(why)
+	Skip(t, why)
 }

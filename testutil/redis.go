@@ -43,11 +43,22 @@ func Miniredis(t testing.TB) Target {
 
 const defaultRedis = "127.0.0.1:6379"
 
+// NoRealRedis is the reason a test that needs a real Redis was skipped.
+const NoRealRedis = "no real Redis (set ORDERS_TEST_REDIS=host:port, or run .ci/run)"
+
+// NoRedisServer is the reason a test that starts its own redis-server was
+// skipped.
+const NoRedisServer = "no redis-server installed (apt-get install redis-server, or run .ci/run)"
+
+// NoCluster is the reason a test ran, or was skipped, without a Redis
+// Cluster.
+const NoCluster = "no Redis Cluster (set ORDERS_TEST_CLUSTER=host:port,…; .ci/run starts one)"
+
 // Targets returns a fresh miniredis target and, when reachable, a real Redis
 // at $ORDERS_TEST_REDIS (default 127.0.0.1:6379) and a Redis Cluster at
-// $ORDERS_TEST_CLUSTER (comma-separated addresses). Without a real Redis it
-// logs loudly and returns miniredis only; with ORDERS_REQUIRE_REDIS=1 it
-// fails the test instead. Real targets get a unique key prefix whose keys
+// $ORDERS_TEST_CLUSTER (comma-separated addresses). What it could not
+// reach it leaves out and counts on the package's summary line (Main); a
+// missing Redis fails the test instead with ORDERS_REQUIRE_REDIS=1. Real targets get a unique key prefix whose keys
 // are deleted when the test ends.
 func Targets(t testing.TB) []Target {
 	t.Helper()
@@ -71,7 +82,8 @@ func Targets(t testing.TB) []Target {
 		if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 			t.Fatalf("*** no Redis at %s (%v), and ORDERS_REQUIRE_REDIS=1 ***", addr, err)
 		}
-		t.Logf("*** SKIPPING real-Redis suite: no Redis at %s (%v); set ORDERS_TEST_REDIS or run .ci/run ***", addr, err)
+		t.Logf("no Redis at %s: %v", addr, err)
+		Missed(t, "real-Redis", NoRealRedis)
 	} else {
 		targets = append(targets, realTarget(t, "redis", c, false))
 	}
@@ -91,6 +103,8 @@ func Targets(t testing.TB) []Target {
 			t.Fatalf("ORDERS_TEST_CLUSTER=%s: %v", addrs, err)
 		}
 		targets = append(targets, realTarget(t, "cluster", cc, true))
+	} else {
+		Missed(t, "Cluster", NoCluster)
 	}
 	return targets
 }

@@ -35,12 +35,13 @@ func openEmbedded(t *testing.T, opt embedded.Options) *embedded.Server {
 }
 
 // TestEmbeddedSnapshotsUnderConcurrentWrites: 8 writers create, update and
-// delete while snapshots are taken every 50 ms (the live sorted-set maps
-// of miniredis used to be encoded after writes resumed: "concurrent map
-// iteration and map write" within seconds). Nothing crashes, and after
+// delete while snapshots are taken every 50 ms (encoding miniredis's live
+// sorted-set maps after writes resume fails with "concurrent map iteration
+// and map write" within seconds). Nothing crashes, and after
 // Close and a reopen every acknowledged order is there at its last
 // acknowledged version, with every index whole.
 func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
+	testutil.Long(t)
 	d := 3 * time.Second
 	if s := os.Getenv("ORDERS_EMBEDDED_SECONDS"); s != "" {
 		if n, err := time.ParseDuration(s + "s"); err == nil {
@@ -92,7 +93,7 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 }
 
 // TestEmbeddedRefusesConnectionsWithoutItsPassword: another local user
-// who finds the loopback port gets NOAUTH, not the orders (CONTRACT §8).
+// who finds the loopback port gets NOAUTH, not the orders.
 func TestEmbeddedRefusesConnectionsWithoutItsPassword(t *testing.T) {
 	e := openEmbedded(t, embedded.Options{})
 	defer e.Close()
@@ -921,6 +922,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 // (a live stream taking its slot) run while snapshots are taken. The
 // store keeps answering, and every snapshot is written.
 func TestEmbeddedScriptsThatWriteNeverStopTheStore(t *testing.T) {
+	testutil.Long(t)
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	lim := store.NewLimits(store.New(e.Client(), store.Options{}), store.LimitOptions{})

@@ -15,9 +15,9 @@ import (
 // TestEmbeddedPauseHoldsCommandsInsideTheServer: the snapshot's pause is
 // enforced inside the embedded server, so a write whose client gave up
 // (its 500 ms read timeout, a cancelled request) can neither run during a
-// snapshot's copy nor let the copy start while it is still to run. (The
-// pause used to be a go-redis hook, released as soon as the client
-// stopped waiting, while the command still ran in miniredis later.)
+// snapshot's copy nor let the copy start while it is still to run. (A
+// pause in a go-redis hook would end as soon as the client stopped
+// waiting, while the command still ran in miniredis later.)
 func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
 	e, err := Open(Options{Path: filepath.Join(t.TempDir(), "orders.json"), Interval: time.Hour},
 		&redis.Options{ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
@@ -60,7 +60,7 @@ func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
 
 	// 2. A write sent during a snapshot, whose client gives up: it does
 	// not run until the pause ends (then it does: a write answered 503
-	// may still happen, CONTRACT §3).
+	// may still happen,).
 	e.pause.Lock()
 	if err := e.client.Set(ctx, "during", "v", 0).Err(); err == nil {
 		e.pause.Unlock()

@@ -1,7 +1,7 @@
 package store_test
 
-// Outside-tester attacks on the one write path (issue 8): interleavings on a
-// Redis Cluster, Repair beside live writers, idempotent creates, no-op PUTs.
+// The one write path under interleavings: writers on a Redis Cluster,
+// Repair beside live writers, idempotent creates, no-op PUTs.
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func clusterTarget(t *testing.T) (testutil.Target, []string) {
 	if os.Getenv("ORDERS_REQUIRE_REDIS") == "1" {
 		t.Fatal("*** ORDERS_TEST_CLUSTER is not set, and ORDERS_REQUIRE_REDIS=1 ***")
 	}
-	t.Skip("*** SKIPPING: no Redis Cluster (set ORDERS_TEST_CLUSTER=host:port,… or run .ci/run) ***")
+	testutil.Skip(t, testutil.NoCluster)
 	return testutil.Target{}, nil
 }
 
@@ -77,13 +77,13 @@ func appCluster(t *testing.T, addrs []string) *redis.ClusterClient {
 	return rdb
 }
 
-// TestAttackHotRecord: 50 writers on one order of a Cluster for 10 s, each
+// TestHotRecord: 50 writers on one order of a Cluster for 10 s, each
 // request with the app's 1.5 s deadline and client options, and the
 // reconciler running. Every outcome is counted (a few per cent are 503 "too
 // many concurrent writers" with Redis healthy: logged, not failed); within
 // 5 s of the last write the indexes are whole, no intent is left, and the
 // order is at least at the highest acknowledged version.
-func TestAttackHotRecord(t *testing.T) {
+func TestHotRecord(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	app := store.New(appCluster(t, addrs), store.Options{Prefix: f.prefix, Cluster: true})
@@ -211,15 +211,15 @@ func (s *skewIntents) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return next
 }
 
-// TestAttackClockSkewWithFaults is TestClusterIndexFaultsAreRepairedWithin5s
+// TestClockSkewWithFaults is TestClusterIndexFaultsAreRepairedWithin5s
 // (a quarter of index writes and intent deletes fail) with one difference:
 // the writing instance's clock is 2 s behind the reconciling one's. The
 // reconciler then takes over intents of writers that have not yet run their
 // transaction; when such a writer's own settle failed there was no intent
 // left, and the drift stayed (once in five CI runs): now the reconciler
 // marks the tokens it takes over and such a writer starts over
-// (TestAttackSkewedIntentTakenOverBeforeWatch makes the race certain).
-func TestAttackClockSkewWithFaults(t *testing.T) {
+// (TestSkewedIntentTakenOverBeforeWatch makes the race certain).
+func TestClockSkewWithFaults(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	fl := &faults{rate: 0.25}
@@ -345,8 +345,8 @@ func takeoverWriter(t *testing.T, f *fixture, addrs []string, skew time.Duration
 	return store.New(c, store.Options{Prefix: f.prefix, Cluster: true}), h
 }
 
-// TestAttackSkewedIntentTakenOverBeforeWatch is the race of
-// TestAttackClockSkewWithFaults made certain: the writer's clock is 2 s
+// TestSkewedIntentTakenOverBeforeWatch is the race of
+// TestClockSkewWithFaults made certain: the writer's clock is 2 s
 // behind the reconciler's, so its fresh intent looked old at once; the
 // reconciler (every 50 ms here) fenced the record, settled it as it still
 // was, and deleted the intent, all before the writer's WATCH (the writer
@@ -354,10 +354,10 @@ func takeoverWriter(t *testing.T, f *fixture, addrs []string, skew time.Duration
 // own settle failed, and neither write was ever indexed. The reconciler now
 // measures an intent's age by its own clock (so no takeover comes within
 // the 400 ms), and a takeover before the WATCH is safe anyway
-// (TestAttackRepairTakesOverFreshIntent). A rename and a status change
+// (TestRepairTakesOverFreshIntent). A rename and a status change
 // (which moves every search entry to another status set) must be indexed
 // within 5 s.
-func TestAttackSkewedIntentTakenOverBeforeWatch(t *testing.T) {
+func TestSkewedIntentTakenOverBeforeWatch(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -393,14 +393,14 @@ func TestAttackSkewedIntentTakenOverBeforeWatch(t *testing.T) {
 	}
 }
 
-// TestAttackRepairTakesOverFreshIntent: `orders -repair` beside a writer
+// TestRepairTakesOverFreshIntent: `orders -repair` beside a writer
 // that stalls after recording its intent (for longer than the reconciler
 // waits) takes the intent over before the writer has run its transaction
 // (as a reconciler did whose clock was ahead of the writer's): it settles
 // the record as it still is and deletes the intent. The writer's transaction must not then commit under that intent:
 // the writer dies right after its transaction, and nothing else would ever
 // name the entries it changed.
-func TestAttackRepairTakesOverFreshIntent(t *testing.T) {
+func TestRepairTakesOverFreshIntent(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -432,11 +432,11 @@ func TestAttackRepairTakesOverFreshIntent(t *testing.T) {
 	}
 }
 
-// TestAttackWriterClockAheadIntentSettledWithin5s: a writer whose clock is
+// TestWriterClockAheadIntentSettledWithin5s: a writer whose clock is
 // 10 s ahead of the reconciler's leaves an intent (its settle fails) that
 // looks 10 s younger than it is; the reconciler must still settle it within
 // the 5 s, not when the writer's clock says it is a second old.
-func TestAttackWriterClockAheadIntentSettledWithin5s(t *testing.T) {
+func TestWriterClockAheadIntentSettledWithin5s(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -461,14 +461,14 @@ func TestAttackWriterClockAheadIntentSettledWithin5s(t *testing.T) {
 	}
 }
 
-// TestAttackSettleOfALaterStateFails: a writer's settle reads the record
+// TestSettleOfALaterStateFails: a writer's settle reads the record
 // after a later writer changed it, and indexes that later state; before its
 // pipeline lands a third write is made and settled; the settle sees the
 // version moved and goes round, and that second round fails. The first
 // round wrote entries of a state that no intent names (the writer's intent
 // names its own before and after, the later writers deleted theirs): they
 // must not outlive the 5 s.
-func TestAttackSettleOfALaterStateFails(t *testing.T) {
+func TestSettleOfALaterStateFails(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -492,14 +492,14 @@ func TestAttackSettleOfALaterStateFails(t *testing.T) {
 	}
 }
 
-// TestAttackIntentTakenOverMidSettle: the reconciler (here orders -repair,
+// TestIntentTakenOverMidSettle: the reconciler (here orders -repair,
 // while the writer stalls past the reconciler's wait; a reconciler whose
 // clock is ahead did the same) settles and deletes a writer's intent after the
 // writer's transaction but while its own settle is on its way; a later
 // write is made and settled; then the writer's settle pipeline lands (the
 // entries of a state that is no more), and its second round fails. No
 // intent is left to name those entries unless the writer records one again.
-func TestAttackIntentTakenOverMidSettle(t *testing.T) {
+func TestIntentTakenOverMidSettle(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -532,14 +532,14 @@ func TestAttackIntentTakenOverMidSettle(t *testing.T) {
 	}
 }
 
-// TestAttackReconcilerSettleBesideItsWriter: a writer stalls between its
+// TestReconcilerSettleBesideItsWriter: a writer stalls between its
 // transaction and its settle for over a second, and the reconciler takes
 // its intent over; while the reconciler's settle pipeline is on its way the
 // writer's settle succeeds and deletes the intent, and a later write is
 // made and settled; then the reconciler's pipeline lands (entries of the
 // writer's state, replaced by then) and its second round fails. No intent
 // names those entries unless the reconciler records one again.
-func TestAttackReconcilerSettleBesideItsWriter(t *testing.T) {
+func TestReconcilerSettleBesideItsWriter(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -586,11 +586,12 @@ func TestAttackReconcilerSettleBesideItsWriter(t *testing.T) {
 	}
 }
 
-// TestAttackRepairBesideWriters: Repair(fix) in a loop while 8 writers
+// TestRepairBesideWriters: Repair(fix) in a loop while 8 writers
 // churn (renames, status changes, stale versions, deletes racing PUTs) and
 // the reconciler runs: the repair may neither remove a right entry nor add
 // a stale one that stays, and no acknowledged write may go missing.
-func TestAttackRepairBesideWriters(t *testing.T) {
+func TestRepairBesideWriters(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -669,13 +670,13 @@ func (d *deleteDuringSettle) ProcessPipelineHook(next redis.ProcessPipelineHook)
 	}
 }
 
-// TestAttackRepairCutShortBesideADelete: Repair puts back an order's
+// TestRepairCutShortBesideADelete: Repair puts back an order's
 // missing index entry; the order is deleted just before Repair writes the
 // entries, and Repair fails before it can look at the order again. No
 // entry of the deleted order may stay behind. (The fresh-clone CI run once
-// found 8 dangling entries after TestAttackRepairBesideWriters: its repair
+// found 8 dangling entries after TestRepairBesideWriters: its repair
 // loop is cancelled while the writers' deletes run.)
-func TestAttackRepairCutShortBesideADelete(t *testing.T) {
+func TestRepairCutShortBesideADelete(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -738,12 +739,12 @@ func (s *slowExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// TestAttackLateExecIsFenced: a writer's transaction that reaches Redis
+// TestLateExecIsFenced: a writer's transaction that reaches Redis
 // 2.5 s late, after the reconciler took its intent over, must fail its
 // WATCH (the fence): else it lands after the settle with no intent left,
 // and the writer's own settle (failing here) is all that would index it.
 // For a rename, a status change and a delete the indexes end whole.
-func TestAttackLateExecIsFenced(t *testing.T) {
+func TestLateExecIsFenced(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -786,10 +787,10 @@ func TestAttackLateExecIsFenced(t *testing.T) {
 	}
 }
 
-// TestAttackFenceOfMissingRecord: an intent for an order that does not
+// TestFenceOfMissingRecord: an intent for an order that does not
 // exist (a create that never ran) is settled: the fence leaves no key
 // behind, nothing is indexed, and the intent goes.
-func TestAttackFenceOfMissingRecord(t *testing.T) {
+func TestFenceOfMissingRecord(t *testing.T) {
 	tg, _ := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -814,10 +815,10 @@ func TestAttackFenceOfMissingRecord(t *testing.T) {
 	}
 }
 
-// TestAttackIdempotentConcurrentRetries: 20 requests with one key at once,
+// TestIdempotentConcurrentRetries: 20 requests with one key at once,
 // and a first request held up between its claim and its write while the
 // retries complete it: one order, every answer the same id.
-func TestAttackIdempotentConcurrentRetries(t *testing.T) {
+func TestIdempotentConcurrentRetries(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -856,9 +857,9 @@ func TestAttackIdempotentConcurrentRetries(t *testing.T) {
 	}
 }
 
-// TestAttackNoOpPut: inputs that change nothing keep the version; real
+// TestNoOpPut: inputs that change nothing keep the version; real
 // changes bump it.
-func TestAttackNoOpPut(t *testing.T) {
+func TestNoOpPut(t *testing.T) {
 	ctx := context.Background()
 	f := fresh(t, testutil.Miniredis(t))
 	base := func() *store.Order {
@@ -905,10 +906,11 @@ func TestAttackNoOpPut(t *testing.T) {
 	}
 }
 
-// TestAttackABA: writers flip one order between two names (and through
+// TestNameFlippedBackAndForth: writers flip one order between two names (and through
 // statuses) on every target; afterwards each name search finds it exactly
 // when its name matches, and the indexes are whole.
-func TestAttackABA(t *testing.T) {
+func TestNameFlippedBackAndForth(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -953,12 +955,12 @@ func TestAttackABA(t *testing.T) {
 	}
 }
 
-// TestAttackHotRecordVersioned: 50 writers on one order of a Cluster, each
+// TestHotRecordVersioned: 50 writers on one order of a Cluster, each
 // reading the version and writing a unique note with it (the app's
 // deadline and client options). A 409's current order must never carry
 // the writer's own note (a 409 for a write that happened), and the
 // version must go up by exactly the number of acknowledged writes.
-func TestAttackHotRecordVersioned(t *testing.T) {
+func TestHotRecordVersioned(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	app := store.New(appCluster(t, addrs), store.Options{Prefix: f.prefix, Cluster: true})
@@ -1013,7 +1015,7 @@ func TestAttackHotRecordVersioned(t *testing.T) {
 	if selfConflict.Load() != 0 {
 		t.Errorf("%d writes answered 409 with their own change as the current order", selfConflict.Load())
 	}
-	// A 503 may have happened (CONTRACT §3); a 200 or a 409 is certain.
+	// A 503 may have happened; a 200 or a 409 is certain.
 	if d := got.Version - o.Version; d < ok.Load() || d > ok.Load()+unavail.Load() {
 		t.Errorf("version moved by %d with %d acknowledged and %d unknown writes", d, ok.Load(), unavail.Load())
 	}
@@ -1048,15 +1050,15 @@ func (s *stall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	}
 }
 
-// TestAttackIntentTakenOverBeforeWatch: the intent is written before the
-// WATCH (commit 00793fd), but the reconciler's fence still assumes "a
+// TestIntentTakenOverBeforeWatch: the intent is written before the
+// WATCH, but the reconciler's fence still assumes "a
 // writer's intent exists only after its WATCH ran". A writer that stalls
 // for over a second between its intent and its WATCH (a GC pause, a pool
 // wait, a slow node) has its intent settled and deleted by the reconciler
 // while nothing has changed yet; its transaction then runs, and if its own
 // settle fails (the request deadline, a dropped connection, a crash) no
 // intent is left: the acknowledged rename is never indexed.
-func TestAttackIntentTakenOverBeforeWatch(t *testing.T) {
+func TestIntentTakenOverBeforeWatch(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -1091,7 +1093,7 @@ func TestAttackIntentTakenOverBeforeWatch(t *testing.T) {
 	}
 }
 
-func TestAttackRepairWithDamagedIndexedRecord(t *testing.T) {
+func TestRepairWithDamagedIndexedRecord(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -1114,10 +1116,10 @@ func TestAttackRepairWithDamagedIndexedRecord(t *testing.T) {
 	}
 }
 
-// TestAttackReconcilerIntentOnDamagedRecord: an intent whose record became
+// TestReconcilerIntentOnDamagedRecord: an intent whose record became
 // damaged is never settled: every tick fails on it (settle sees version 3
 // against 0 twenty times) and it stays forever.
-func TestAttackReconcilerIntentOnDamagedRecord(t *testing.T) {
+func TestReconcilerIntentOnDamagedRecord(t *testing.T) {
 	tg, _ := clusterTarget(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -1135,11 +1137,11 @@ func TestAttackReconcilerIntentOnDamagedRecord(t *testing.T) {
 	}
 }
 
-// TestAttackNoOpPutOnShippedOrder: a client that GETs a shipped order and
+// TestNoOpPutOnShippedOrder: a client that GETs a shipped order and
 // PUTs the same representation back (items included) changes nothing:
-// CONTRACT §8 says 200 and the same version. The store answers 422 "items
+// it gets 200 and the same version. The store answers 422 "items
 // cannot change once an order is shipped".
-func TestAttackNoOpPutOnShippedOrder(t *testing.T) {
+func TestNoOpPutOnShippedOrder(t *testing.T) {
 	tg := testutil.Miniredis(t)
 	f := fresh(t, tg)
 	ctx := context.Background()
@@ -1174,11 +1176,11 @@ func (s *setXXFails) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return next
 }
 
-// TestAttackIdempotentRetryAfterDelete: docs/data.md: "a key whose order
+// TestIdempotentRetryAfterDelete: docs/data.md: "a key whose order
 // was deleted since answers 404". When the first request's "done" mark was
 // lost (it is best effort), a retry after the delete re-creates the deleted
 // order under the same id instead.
-func TestAttackIdempotentRetryAfterDelete(t *testing.T) {
+func TestIdempotentRetryAfterDelete(t *testing.T) {
 	ctx := context.Background()
 	mr := testutil.Miniredis(t).Client.(*redis.Client)
 	h := &setXXFails{}
@@ -1199,13 +1201,13 @@ func TestAttackIdempotentRetryAfterDelete(t *testing.T) {
 	}
 }
 
-// TestAttackIdempotentRetryAfterCounterWentBack: the counter handing out a
-// used id again is a case the store defends against (commit 0d9dd6d). A
+// TestIdempotentRetryAfterCounterWentBack: the counter handing out a
+// used id again is a case the store defends against. A
 // first request claimed id 1 and failed before writing; the counter went
 // back (a failover lost the INCR) and another client's plain create got
 // id 1. The retry then answers that other client's order as its own 201,
 // and its own order is never created.
-func TestAttackIdempotentRetryAfterCounterWentBack(t *testing.T) {
+func TestIdempotentRetryAfterCounterWentBack(t *testing.T) {
 	ctx := context.Background()
 	tg := testutil.Miniredis(t)
 	mr := tg.Client.(*redis.Client)
@@ -1228,10 +1230,10 @@ func TestAttackIdempotentRetryAfterCounterWentBack(t *testing.T) {
 	}
 }
 
-// TestAttackCreateOverwritesDamagedRecord: a create skips an id the
+// TestCreateOverwritesDamagedRecord: a create skips an id the
 // counter hands out twice "never overwritten" — but a damaged hash under
 // that id (a partial restore) reads as missing and is overwritten.
-func TestAttackCreateOverwritesDamagedRecord(t *testing.T) {
+func TestCreateOverwritesDamagedRecord(t *testing.T) {
 	ctx := context.Background()
 	tg := testutil.Miniredis(t)
 	st := store.New(tg.Client, store.Options{})

@@ -1,6 +1,6 @@
 package browser_test
 
-// Attacks on the live updates (CONTRACT §10): what a person in page B sees
+// Attacks on the live updates: what a person in page B sees
 // when the changes made elsewhere come in ways the first tests did not
 // try: on another page of the List, out of an Inquiry's search, in a
 // burst, or when the page's fetch of a change fails once.
@@ -48,9 +48,9 @@ func TestLiveNewOnAnotherPage(t *testing.T) {
 
 // TestLiveInquiryEntryLeavesItsSearch: an Inquiry entry whose order A
 // changes so that it no longer matches B's search (q=Ada) stays where it
-// is and shows the change, as a List row does; it used to vanish (the
-// Inquiry page it was fetched from no longer held it), leaving "Showing
-// 1–2 of 2" over one entry.
+// is and shows the change, as a List row does; it does not vanish because
+// the Inquiry page it was fetched from no longer holds it, which would
+// leave "Showing 1–2 of 2" over one entry.
 func TestLiveInquiryEntryLeavesItsSearch(t *testing.T) {
 	a, b := startLive(t)
 	o := a.seed(t, "Ada Lovelace", "Ada Byron")

@@ -21,13 +21,13 @@ import (
 	"orders/testutil"
 )
 
-// TestIssue8Findings holds one case per finding 4–9 of issue 8 that lives
-// in the HTTP layer (the embedded store's, 1, 7 and 8, are in
-// store/embedded/embedded_test.go; the Cluster's, 2 and 3, in store/write_test.go
-// and e2e). Each case failed on the code the issue was filed against, and
-// each write that must be refused is checked against the store: the order
-// is as it was, and no order was added.
-func TestIssue8Findings(t *testing.T) {
+// TestHTTPHardening: what the HTTP layer does with requests and records
+// that could hurt it (a panic, a damaged record, a compressed body, a
+// foreign Host, forwarded headers from anyone, smuggling framing, odd
+// pages, notices, versions, _method, invisible text). Each write that must
+// be refused is checked against the store: the order is as it was, and no
+// order was added.
+func TestHTTPHardening(t *testing.T) {
 	newApp := func(t *testing.T) (*testApp, testutil.Target) {
 		tg := testutil.Miniredis(t)
 		return newTestApp(t, "miniredis", testutil.NewStore(t, tg)), tg
@@ -60,7 +60,7 @@ func TestIssue8Findings(t *testing.T) {
 			}
 		}
 		if l := logs.String(); !strings.Contains(l, "boom in a handler") || !strings.Contains(l, "request_id="+id) ||
-			!strings.Contains(l, "goroutine") || !strings.Contains(l, "findings_test.go") {
+			!strings.Contains(l, "goroutine") || !strings.Contains(l, "hardening_test.go") {
 			t.Errorf("log after a panic:\n%s\nwant the panic value, the request id %s and the stack", l, id)
 		}
 		p := a.get(t, "/boom", testutil.HPage).WantStatus(t, http.StatusInternalServerError)
@@ -76,7 +76,7 @@ func TestIssue8Findings(t *testing.T) {
 	t.Run("4 a damaged order hash is skipped, never a panic", func(t *testing.T) {
 		a, tg := newApp(t)
 		a.createNamed(t, "Whole Order")
-		// A version and fewer than five fields: decodeOrder used to make a
+		// A version and fewer than five fields: decodeOrder must not make a
 		// slice of negative capacity.
 		if err := tg.Client.HSet(ctx, "o:{2}", "v", "3", "c", "Broken").Err(); err != nil {
 			t.Fatal(err)

@@ -1,9 +1,7 @@
 package store_test
 
 // Multi-step write sequences of the store cut short, or interleaved with a
-// concurrent writer, that left a lasting inconsistency nothing healed
-// (found by a review of store/*.go beside settleInOne; each failed before
-// its fix).
+// concurrent writer: none may leave an inconsistency that nothing heals.
 
 import (
 	"context"
@@ -45,19 +43,20 @@ func singleTargets(t *testing.T) []testutil.Target {
 	return out
 }
 
-// TestCutShortClusterRepairDiesAfterItsSettlePipeline: on the Cluster code
+// TestClusterRepairDyingAfterItsSettlePipeline: on the Cluster code
 // path, Repair's settleAll (repair.go fixID -> write.go settleEntries with
 // all) writes the entries of the record as it read it. The order is
 // deleted (or confirmed) between Repair's read and its pipeline (the
 // delete's own settle removes the entries first), and the repair's process
-// then loses Redis for good. CONTRACT §8: no index entry points at a
+// then loses Redis for good. No index entry points at a
 // missing order, and none is stale, for longer than 5 s. It held only once
 // settleEntries recorded an intent naming the entries before writing them
 // (the writer's protocol): before, it named them only when a later
 // command failed (intentAgain, which needs Redis within its second), and 7
 // dangling or 6 stale entries stayed for good; a stale one no reader
 // removes.
-func TestCutShortClusterRepairDiesAfterItsSettlePipeline(t *testing.T) {
+func TestClusterRepairDyingAfterItsSettlePipeline(t *testing.T) {
+	testutil.Long(t)
 	for _, change := range []string{"delete", "confirm"} {
 		for _, tg := range singleTargets(t) { // fresh targets for each change
 			t.Run(change+"/"+tg.Name+"-cluster-path", func(t *testing.T) {
@@ -138,7 +137,7 @@ func (b *beforeCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// TestCutShortIdempotentClaimMovedTwice: a key's claim names an id that
+// TestIdempotentClaimMovedTwice: a key's claim names an id that
 // another request's order holds (the counter went back after a failover:
 // the case createClaimed defends against, TestAttackIdempotentRetryAfter-
 // CounterWentBack). Two requests with that key run side by side (a client
@@ -147,9 +146,9 @@ func (b *beforeCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // move must be a compare-and-swap (moveClaim): with an unconditional SET
 // XX the second move overwrote the first, already done and answered, and
 // one key made two orders, every later retry answering the second
-// (CONTRACT §8: "the same key within 24 hours answers the first request's
+// ("the same key within 24 hours answers the first request's
 // result").
-func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
+func TestIdempotentClaimMovedTwice(t *testing.T) {
 	for _, tg := range singleTargets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -188,7 +187,7 @@ func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
 	}
 }
 
-// TestCutShortClusterEventAfterItsDelete: on the Cluster code path an
+// TestClusterEventAfterItsDelete: on the Cluster code path an
 // order's event is added after its transaction and its settle
 // (write.go publishAfter). A create whose event is held up between the two
 // (a slow connection, a GC pause) while another instance deletes the new
@@ -198,7 +197,7 @@ func TestCutShortIdempotentClaimMovedTwice(t *testing.T) {
 // version again after its event and adds the current state when it moved
 // on. (Where the event shares the transaction, a single Redis and
 // products, this cannot happen.)
-func TestCutShortClusterEventAfterItsDelete(t *testing.T) {
+func TestClusterEventAfterItsDelete(t *testing.T) {
 	for _, tg := range singleTargets(t) {
 		t.Run(tg.Name+"-cluster-path", func(t *testing.T) {
 			ctx := context.Background()
@@ -246,12 +245,12 @@ func jsonID(d []byte) int64 {
 	return v.ID
 }
 
-// TestCutShortTwoKeysOneBody: two Idempotency-Keys carrying the same body
+// TestTwoIdempotencyKeysOneBody: two Idempotency-Keys carrying the same body
 // (a client that means two identical orders) after the counter went back
 // (a failover lost an INCR): the second key's claim names the first key's
 // order. Its answer must be an order of its own, not the first key's,
 // which matched it by the body's fingerprint alone.
-func TestCutShortTwoKeysOneBody(t *testing.T) {
+func TestTwoIdempotencyKeysOneBody(t *testing.T) {
 	for _, tg := range singleTargets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()

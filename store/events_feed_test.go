@@ -326,9 +326,10 @@ func TestFeedUnderConcurrentWritersAndSubscribers(t *testing.T) {
 // every acknowledged change, exactly the stream, with no gap. The slot is
 // chosen empty, and moved back after.
 func TestFeedAcrossASlotMigration(t *testing.T) {
+	testutil.Long(t)
 	addrs := os.Getenv("ORDERS_TEST_CLUSTER")
 	if addrs == "" {
-		t.Skip("*** SKIPPING: ORDERS_TEST_CLUSTER is not set; .ci/run starts a Cluster ***")
+		testutil.Skip(t, testutil.NoCluster)
 	}
 	ctx := context.Background()
 	opt := &redis.ClusterOptions{Addrs: strings.Split(addrs, ",")}
@@ -491,12 +492,10 @@ func TestFeedAcrossASlotMigration(t *testing.T) {
 // every acknowledged create but those whose XADD the dead master had not
 // yet passed to its replica (replication is asynchronous: logged).
 func TestFeedAcrossAFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of six redis-servers")
-	}
+	testutil.Long(t)
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("no %s", bin)
+			testutil.Skip(t, testutil.NoRedisServer)
 		}
 	}
 	ctx := context.Background()

@@ -1,11 +1,9 @@
 package store_test
 
-// Attacks on the search layout 5 (commits 3406155 and 79c8f48): the term
-// sets split by status and merged for all statuses by unionScript, several
-// terms drawn from the query's status, datedSorted, and the upgrade from
-// layout 4 (CONTRACT §4 and §6; docs/data.md "Search", "Reads",
-// "Upgrades"). Tests that found a break are skipped with "BUG: ..." so the
-// suite stays green; remove the t.Skip to see the failure.
+// Search layout 5: the term sets split by status and merged for all
+// statuses by unionScript, several terms drawn from the query's status,
+// datedSorted, and the upgrade from layout 4 (docs/data.md "Search",
+// "Reads", "Upgrades").
 
 import (
 	"context"
@@ -223,14 +221,15 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 	return unionEvery(t, f)
 }
 
-// TestUnionAttackPagesAgreeWithTheOracle: one term in every status and in
+// TestUnionPagesAgreeWithTheOracle: one term in every status and in
 // each (unionScript and pageScript), at page sizes whose windows start and
 // end around the 256th match (the shallow merge to the bisection), the last
 // page and past it, over terms with bytes >= 0x80, terms ending where
 // another goes on, an email with '!', dups in one status and across
 // statuses, one status holding every match and the others' sets empty, and
 // the digits term that names order 12 with and without a status.
-func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
+func TestUnionPagesAgreeWithTheOracle(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -279,7 +278,7 @@ func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
 	}
 }
 
-// TestUnionAttackDigitsTermWithAStatus: "12" names order 12 by id and is
+// TestUnionDigitsTermWithAStatus: "12" names order 12 by id and is
 // the start of 300 orders' words in three statuses. Order 12 comes first
 // when it is in the query's status (and not at all when it is not), the
 // others follow in match order, with exact totals, at every page size
@@ -287,7 +286,8 @@ func TestUnionAttackPagesAgreeWithTheOracle(t *testing.T) {
 // middle, last, or is not a "12" word at all (counted by the id only), and
 // in each status it moves through. Two terms ("12 bo", "bo 12") with a
 // status are exact too.
-func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
+func TestUnionDigitsTermWithAStatus(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -343,7 +343,7 @@ func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
 	}
 }
 
-// TestUnionAttackStatusChangesWhilePaging: an order that changes status
+// TestUnionStatusChangesWhilePaging: an order that changes status
 // moves its term entries from one status's sets to another's, but its
 // members stay the same, so the union of the five (a term in every status)
 // does not change: pages read while orders move must join to exactly the
@@ -353,7 +353,8 @@ func TestUnionAttackDigitsTermWithAStatus(t *testing.T) {
 // in the settle after the record's transaction, so a page may miss an
 // order for a moment; it must still never list one twice, and at rest
 // agree.
-func TestUnionAttackStatusChangesWhilePaging(t *testing.T) {
+func TestUnionStatusChangesWhilePaging(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -479,7 +480,7 @@ func (h *splitZAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// TestUnionAttackClusterSettleListsAnOrderTwice: on a Cluster an order's
+// TestUnionClusterSettleListsAnOrderTwice: on a Cluster an order's
 // term entries move to its new status's sets in the settle after its
 // transaction, one pipeline: the ZADD of each term entry, then those of its
 // dup entries. Order X has SKUs KBD-60 and KBD-61: "kbd" must count it once
@@ -487,9 +488,9 @@ func (h *splitZAdd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // entry and the ZADDs of its dups, a search for "kbd" counts X twice and its
 // page lists X twice, in every status and in confirmed alone. The same
 // window exists on every create of such an order; layout 5 opens it on
-// every status change too. CONTRACT §6 allows a list that lacks an entry or
+// every status change too. allows a list that lacks an entry or
 // holds an old one for a moment, not a page that repeats an order.
-func TestUnionAttackClusterSettleListsAnOrderTwice(t *testing.T) {
+func TestUnionClusterSettleListsAnOrderTwice(t *testing.T) {
 	tg, addrs := clusterTarget(t)
 	ctx := context.Background()
 	f := fresh(t, tg)
@@ -538,11 +539,11 @@ func TestUnionAttackClusterSettleListsAnOrderTwice(t *testing.T) {
 	}
 }
 
-// TestUnionAttackRoundTrips: a page of one term costs two round trips (the
+// TestUnionRoundTrips: a page of one term costs two round trips (the
 // script with the HGETALL of the order digits name, then the page's
 // orders), in every status and in one, shallow, at the 256th match and
 // deep; several terms in one status one per term plus two or three.
-func TestUnionAttackRoundTrips(t *testing.T) {
+func TestUnionRoundTrips(t *testing.T) {
 	var tg testutil.Target
 	for _, x := range testutil.Targets(t) {
 		if x.Name == "redis" {
@@ -550,7 +551,7 @@ func TestUnionAttackRoundTrips(t *testing.T) {
 		}
 	}
 	if tg.Client == nil {
-		t.Skip("no real Redis")
+		testutil.Skip(t, testutil.NoRealRedis)
 	}
 	f := fresh(t, tg)
 	seeded(t, f, 700, rand.New(rand.NewPCG(8, 9)))
@@ -587,15 +588,13 @@ func TestUnionAttackRoundTrips(t *testing.T) {
 	}
 }
 
-// TestUnionAttackDatedSortAtTenThousand: a created-date range with the
+// TestUnionDatedSortAtTenThousand: a created-date range with the
 // customer, updated or total sort is exact when it holds at most 10,000
 // orders (datedSorted), in the sort's order, to the last page; one more
 // order in the range makes the total a lower bound (docs/data.md), never a
 // wrong count, and page 1 still agrees.
-func TestUnionAttackDatedSortAtTenThousand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10,001 orders")
-	}
+func TestUnionDatedSortAtTenThousand(t *testing.T) {
+	testutil.Long(t)
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -643,14 +642,14 @@ func TestUnionAttackDatedSortAtTenThousand(t *testing.T) {
 	}
 }
 
-// TestUnionAttackUpgradeFromLayoutFour: a store written by layout 4 (the
+// TestUnionUpgradeFromLayoutFour: a store written by layout 4 (the
 // search sets for all statuses together: ix:{w}:<c> and ix:{w}:<c>:<L>,
 // here made from layout 5's by merging each status's sets, as layout 4
 // wrote them, plus entries of an order deleted since) is upgraded at start:
 // every entry moves to its order's status's sets, the old sets go, the
 // deleted order's entries go, Repair finds nothing, and every search
 // agrees with the oracle in every status and in each.
-func TestUnionAttackUpgradeFromLayoutFour(t *testing.T) {
+func TestUnionUpgradeFromLayoutFour(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()

@@ -1,0 +1,9 @@
+package embedded_test
+
+import (
+	"testing"
+
+	"orders/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }

@@ -1,0 +1,9 @@
+package store_test
+
+import (
+	"testing"
+
+	"orders/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }

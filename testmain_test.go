@@ -1,0 +1,9 @@
+package main
+
+import (
+	"testing"
+
+	"orders/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
