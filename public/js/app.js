@@ -3,8 +3,7 @@
 // The server names what this script works on with data- attributes
 // (routes/resource.go), never with a resource's ids or a label's words:
 // [data-results] holds a list's results, [data-rows] > tr are its table's
-// rows (one per member), [data-max-rows] is a form's item rows (how many it takes),
-// [data-row-number] an item row's number as people read it,
+// rows (one per member), [data-max-rows] is a form's item rows,
 // a[data-shortcut] the target of a keyboard shortcut, and
 // [data-product-picker] / [data-product-field] the product picker's fields.
 (function () {
@@ -84,9 +83,9 @@
   document.addEventListener("htmx:after:swap", enhance);
 })();
 
-// Focus after an action (CONTRACT §7; issue 9, defect 5): a swap that took
-// the focused element away (a Save, Edit, Delete or status button, the
-// field Escape was pressed in) never leaves focus on the page's body. It
+// Focus after an action: a swap that took the focused element away (a
+// Save, Edit, Delete or status button, the field Escape was pressed in)
+// never leaves focus on the page's body. It
 // goes to the first field with an error, else the updated row (its Edit
 // link; the customer field of an inline form, with the cursor at the end
 // of the text), else, after a page-sized swap into #main or the body, the
@@ -146,7 +145,7 @@
   }
 })();
 
-// Content-Security-Policy (issue 9, defect 11): after a swap, htmx's settle
+// Content-Security-Policy: after a swap, htmx's settle
 // step copies the old element's class, style, width and height onto the
 // new element of the same id, with setAttribute. Under style-src 'self' a
 // style attribute set that way is refused, one console error per element:
@@ -158,7 +157,7 @@
   if (window.htmx) htmx.config.defaultSettleDelay = 0;
 })();
 
-// List and Inquiry (issue 9): a busy state while results load, focus and
+// List and Inquiry: a busy state while results load, focus and
 // scrolling after paging, sorting and deleting, and the keyboard shortcuts.
 // Kept apart from the form and notice behaviour above.
 (function listAndShortcuts() {
@@ -181,16 +180,12 @@
   }
 
   // The results say they are loading (aria-busy, which the stylesheet
-  // shows as a bar and a dimmed table) from the request until the swap.
-  // A request whose source left the page was swapped (its finally event
-  // never reaches the document): it no longer counts.
-  var inFlight = [];
+  // shows as a bar and a dimmed table) while htmx marks them as the
+  // indicator of a request (hx-indicator: htmx-request) until the swap.
   function updateBusy() {
-    inFlight = inFlight.filter(function (c) { return c.sourceElement && c.sourceElement.isConnected; });
     var r = results();
-    if (!r) return;
-    if (inFlight.length) r.setAttribute("aria-busy", "true");
-    else r.removeAttribute("aria-busy");
+    if (r && r.classList.contains("htmx-request")) r.setAttribute("aria-busy", "true");
+    else if (r) r.removeAttribute("aria-busy");
   }
 
   // What to do once new results arrive: "page" (focus the summary, scroll
@@ -226,15 +221,10 @@
     } else if (src && !isResults(src)) {
       after = null; // the search form: focus stays where one types
     }
-    inFlight.push(ctx);
     updateBusy();
   });
-
-  document.addEventListener("htmx:finally:request", function (e) {
-    var ctx = e.detail && e.detail.ctx;
-    inFlight = inFlight.filter(function (c) { return c !== ctx; });
-    updateBusy();
-  });
+  // htmx takes its class away after this event.
+  document.addEventListener("htmx:finally:request", function () { setTimeout(updateBusy); });
 
   // New results are processed once swapped in: the event comes from the
   // new results element itself, which is in the page.
@@ -261,7 +251,7 @@
     }
   });
 
-  // ---- Keyboard shortcuts (CONTRACT §7) ----
+  // ---- Keyboard shortcuts ----
 
   // The rows j and k move between: List rows (not one being edited) or
   // Inquiry orders.
@@ -298,62 +288,25 @@
     if (show) window.location.assign(show.getAttribute("href") + "/edit");
   }
 
-  var shortcuts = [
-    ["/", "Search"],
-    ["n", "New order"],
-    // Words for any resource's list: the same script runs on every page.
-    ["j", "Next row of the list"],
-    ["k", "Previous row of the list"],
-    ["e", "Edit the current row"],
-    ["?", "Show these shortcuts"],
-    ["Esc", "Close this list, or leave an inline edit"]
-  ];
-
-  // The dialog is built the first time it is asked for: without this
-  // script there are no shortcuts to list.
+  // The dialog comes from the layout's template the first time it is
+  // asked for.
   var returnFocus = null;
   function shortcutDialog() {
-    var d = document.getElementById("shortcuts");
-    if (d) return d;
-    d = document.createElement("dialog");
-    d.id = "shortcuts";
-    d.className = "shortcuts";
-    d.setAttribute("aria-labelledby", "shortcuts-title");
-    var h = document.createElement("h2");
-    h.id = "shortcuts-title";
-    h.textContent = "Keyboard shortcuts";
-    var dl = document.createElement("dl");
-    shortcuts.forEach(function (s) {
-      var dt = document.createElement("dt"), kbd = document.createElement("kbd"), dd = document.createElement("dd");
-      kbd.textContent = s[0];
-      dt.appendChild(kbd);
-      dd.textContent = s[1];
-      dl.appendChild(dt);
-      dl.appendChild(dd);
-    });
-    var p = document.createElement("p");
-    p.className = "hint";
-    p.textContent = "Shortcuts do nothing while you type in a field.";
-    var form = document.createElement("form");
-    form.method = "dialog";
-    var close = document.createElement("button");
-    close.type = "submit";
-    close.className = "secondary";
-    close.textContent = "Close";
-    form.appendChild(close);
-    d.append(h, dl, p, form);
+    var d = document.getElementById("shortcuts"), t = document.getElementById("shortcuts-template");
+    if (d || !t) return d;
+    document.body.appendChild(t.content.cloneNode(true));
+    d = document.getElementById("shortcuts");
     d.addEventListener("close", function () {
       var to = returnFocus;
       returnFocus = null;
       if (to && to.isConnected && to.focus) to.focus();
     });
-    document.body.appendChild(d);
     return d;
   }
 
   function showShortcuts() {
     var d = shortcutDialog();
-    if (d.open) return;
+    if (!d || d.open) return;
     returnFocus = document.activeElement;
     d.showModal();
   }
@@ -411,7 +364,7 @@
   });
 })();
 
-// Notices (CONTRACT §7): their dismiss buttons, which need this script
+// Notices: their dismiss buttons, which need this script
 // (CSS shows them under html.js; without JavaScript a notice simply goes
 // away on the next page). Kept apart from the form behaviour above.
 (function notices() {
@@ -675,9 +628,8 @@
   document.addEventListener("DOMContentLoaded", setupAll);
 })();
 
-// Live updates (CONTRACT §10, issue 11): a page follows changes made
-// anywhere (another tab, another person, another instance) within a
-// second. The layout holds the resource's event stream, [data-live-stream]
+// Live updates: a page follows changes made anywhere (another tab,
+// another person, another instance) within a second. The layout holds the resource's event stream, [data-live-stream]
 // with hx-sse:connect (htmx's SSE extension, public/js/hx-sse.min.js: it
 // reconnects by itself, sending Last-Event-ID, and turns each named event
 // into a DOM event on that element: created, updated, deleted, reset), and
@@ -691,7 +643,7 @@
 //   form   an Edit form or an inline row edit: never replaced. It says the
 //          record changed, with a Compare button that submits the form as
 //          it is: its version is stale, so the server answers its 409
-//          comparison (CONTRACT §7) and saves nothing.
+//          comparison of yours and theirs and saves nothing.
 // Only a version newer than the one shown is fetched. A deleted member is
 // marked (the gone row's look) and its actions disabled. New members are
 // counted in the region, with a button that shows them. While the
