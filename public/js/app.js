@@ -46,20 +46,24 @@
   }
 
   // Item rows come from the server (the Add and Remove buttons' hx-get):
-  // focus goes to the added row's first field, or to the Remove button of
-  // the row before the one removed. (Extension hooks: a removed row's
-  // button leaves the page, and its events never reach the document.)
+  // focus goes to the first row added (the answer may add a blank row
+  // besides), or to the Remove button of the row before the one removed.
+  // (Extension hooks: a removed row's button leaves the page, and its
+  // events never reach the document.)
   if (window.htmx) htmx.registerExtension("orders-rows", {
     htmx_config_request: function (elt, d) {
-      var b = d.ctx.sourceElement, row = b.matches("[data-remove-row]") && b.closest("tr");
-      if (row) d.ctx.rowIndex = Array.prototype.indexOf.call(row.parentElement.rows, row);
+      var b = d.ctx.sourceElement, tbody = b.form && b.form.querySelector("[data-max-rows]");
+      if (!tbody || !b.matches("[data-add-row], [data-remove-row]")) return;
+      d.ctx.rowAt = b.matches("[data-add-row]") ? tbody.rows.length :
+        -1 - Array.prototype.indexOf.call(tbody.rows, b.closest("tr"));
     },
     htmx_after_swap: function (elt, d) {
-      var ctx = d.ctx, tbody = ctx.target && ctx.target.id && document.getElementById(ctx.target.id);
-      if (!tbody || !tbody.hasAttribute("data-max-rows")) return;
+      var at = d.ctx.rowAt, tbody = at !== undefined && document.getElementById(d.ctx.target.id);
+      if (!tbody) return;
       updateTotals(tbody);
-      var removed = ctx.rowIndex !== undefined, row = tbody.rows[removed ? Math.max(0, ctx.rowIndex - 1) : tbody.rows.length - 1];
-      var to = row && row.querySelector(removed ? "[data-remove-row]" : "input");
+      // at >= 0: the number of rows before the Add; else -1 - the index removed.
+      var row = tbody.rows[at >= 0 ? Math.min(at, tbody.rows.length - 1) : Math.max(0, -2 - at)];
+      var to = row && row.querySelector(at >= 0 ? "input" : "[data-remove-row]");
       if (to) to.focus();
     }
   });
@@ -296,6 +300,7 @@
     if (d || !t) return d;
     document.body.appendChild(t.content.cloneNode(true));
     d = document.getElementById("shortcuts");
+    d.querySelector("[data-close]").addEventListener("click", function () { d.close(); });
     d.addEventListener("close", function () {
       var to = returnFocus;
       returnFocus = null;
