@@ -149,18 +149,6 @@
   }
 })();
 
-// Content-Security-Policy: after a swap, htmx's settle
-// step copies the old element's class, style, width and height onto the
-// new element of the same id, with setAttribute. Under style-src 'self' a
-// style attribute set that way is refused, one console error per element:
-// whatever gave the old fields a style (the browser's form filling, an
-// extension, a script using el.style) made every failed save log dozens.
-// The app uses no settle transitions, so there is no settle step at all.
-(function cspSafeSwaps() {
-  "use strict";
-  if (window.htmx) htmx.config.defaultSettleDelay = 0;
-})();
-
 // List and Inquiry: a busy state while results load, focus and
 // scrolling after paging, sorting and deleting, and the keyboard shortcuts.
 // Kept apart from the form and notice behaviour above.
