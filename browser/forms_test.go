@@ -205,6 +205,43 @@ func TestNoJavaScriptControlsWork(t *testing.T) {
 	}
 }
 
+// TestItemRowsWithJavaScript: with JavaScript the Add and Remove row
+// buttons change the rows in place, without leaving the page: an added row
+// gets the focus, a removed row goes and focus moves to the Remove button
+// of the row before it, what was typed in the other rows stays, and the
+// order saves the rows shown.
+func TestItemRowsWithJavaScript(t *testing.T) {
+	e := start(t, true)
+	e.do(t, "fill a row, add a second",
+		chromedp.Navigate(e.base+"/orders/new"), chromedp.WaitVisible(css("#customer")),
+		chromedp.SendKeys(css("#customer"), "Barbara Liskov"),
+		fillItem("0", "A-1", "Abstraction", "1", "2.00"))
+	e.setMarker(t)
+	e.do(t, "add a row", chromedp.Click(css("[data-add-row]")), chromedp.WaitVisible(css("#items-1-name")))
+	e.waitFocus(t, "after Add item row", "#items-1-sku")
+	// The server answers the typed rows and, after them, the new row and a
+	// blank one (as without JavaScript).
+	e.do(t, "fill it and the next", fillItem("1", "B-2", "Bookmark", "2", "0.50"),
+		chromedp.WaitVisible(css("#items-2-name")), fillItem("2", "C-3", "Chalk", "3", "1.00"))
+	e.waitText(t, "#order-total", "6.00")
+
+	e.do(t, "remove the second row", chromedp.Click(css(`button[data-remove-row][value="1"]`)),
+		chromedp.WaitNotPresent(css("#items-1-name")))
+	e.waitFocus(t, "after Remove", `button[data-remove-row][value="0"]`)
+	if got, want := [2][4]string{e.rowValues(t, 0), e.rowValues(t, 2)}, [2][4]string{{"A-1", "Abstraction", "1", "2.00"}, {"C-3", "Chalk", "3", "1.00"}}; got != want {
+		t.Errorf("after removing row 2 the rows hold %q, want %q", got, want)
+	}
+	e.waitText(t, "#order-total", "5.00")
+	if !e.markerKept(t) || e.path(t) != "/orders/new" {
+		t.Errorf("adding and removing rows left the page: at %s, page kept %v", e.path(t), e.markerKept(t))
+	}
+	e.do(t, "create", chromedp.Click(css("#order-edit .actions button[type=submit]")), chromedp.WaitVisible(css("#order")))
+	o, err := e.store.GetOrder(t.Context(), 1)
+	if err != nil || len(o.Items) != 2 || o.Items[0].Name != "Abstraction" || o.Items[1].Name != "Chalk" {
+		t.Fatalf("created %+v, %v; want the two rows shown", o, err)
+	}
+}
+
 // TestFocusAfterActions: after each action focus lands somewhere
 // sensible, never on the page's body: the page heading after a page-sized
 // swap (create, save, a status change, a delete from the order's page),

@@ -138,7 +138,8 @@ func productTitle(p *store.Product) string {
 
 // listProducts is GET /products: the List, its results alone for an htmx
 // swap, or JSON ({"products": [...], page...}); the product picker of the
-// order forms asks it for ?q=…&active=true&per_page=10.
+// order forms asks it for ?q=…&active=true&per_page=10&picker=1 and gets
+// the options of its listbox.
 func listProducts(s *store.Store) handler {
 	return func(c *fiber.Ctx, rp repr) (*response, error) {
 		paging, err := parsePaging(c)
@@ -169,7 +170,12 @@ func listProducts(s *store.Store) handler {
 			strings.TrimSpace(c.Query("sort")) != "",
 			listResult{Rows: page.Products, N: len(page.Products), Page: page.Page, PerPage: page.PerPage,
 				Total: page.Total, TotalIsLowerBound: page.TotalIsLowerBound, MatchOrder: page.MatchOrder})
-		return productResource.listResponse(c, rp, "list", productResource.Plural, l, page.Products), nil
+		out := productResource.listResponse(c, rp, "list", productResource.Plural, l, page.Products)
+		if rp == reprFragment && c.Query("picker") != "" {
+			// The order forms' product picker asks for its options alone.
+			out.Partial = productResource.Partial("picker")
+		}
+		return out, nil
 	}
 }
 

@@ -615,3 +615,29 @@ func TestProductChangesNeverChangeOrders(t *testing.T) {
 		}
 	})
 }
+
+// TestProductPickerOptions: the order forms' product picker, an htmx
+// request with picker set, gets the options of its listbox alone: one per
+// matching active product, carrying the SKU, name and unit price that
+// choosing it fills in; the same URL still answers the List's page and
+// JSON to anyone else.
+func TestProductPickerOptions(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		a.createProduct(t, product("MUG-01", "Enamel mug", "12.50"))
+		off := product("MUG-09", "Chipped mug", "3.00")
+		off["active"] = false
+		a.createProduct(t, off)
+		const q = "/products?q=mug&active=true&per_page=10&picker=1"
+		r := a.get(t, q, testutil.HXTo("div#items-0-name-products")).WantStatus(t, http.StatusOK)
+		r.WantContains(t, `role="option"`, `data-sku="MUG-01"`, `data-name="Enamel mug"`, `data-unit_price="12.50"`, `data-total="1"`)
+		r.WantLacks(t, "MUG-09", "<table", `id="product-results"`)
+		a.get(t, q, testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, "products")
+		var l struct {
+			Products []productJSON `json:"products"`
+		}
+		a.get(t, q, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &l)
+		if len(l.Products) != 1 || l.Products[0].SKU != "MUG-01" {
+			t.Errorf("JSON of the picker's query: %+v, want MUG-01 alone", l.Products)
+		}
+	})
+}

@@ -3,8 +3,7 @@
 // The server names what this script works on with data- attributes
 // (routes/resource.go), never with a resource's ids or a label's words:
 // [data-results] holds a list's results, [data-rows] > tr are its table's
-// rows (one per member), [data-max-rows] is a form's item rows (how many it takes),
-// [data-row-number] an item row's number as people read it,
+// rows (one per member), [data-max-rows] is a form's item rows,
 // a[data-shortcut] the target of a keyboard shortcut, and
 // [data-product-picker] / [data-product-field] the product picker's fields.
 (function () {
@@ -46,66 +45,26 @@
     if (t) t.textContent = ok ? money(total) : "–";
   }
 
-  // Renumber a cloned item row to index n: its form keys (items[N][...])
-  // and control ids (items-N-...), and the number people read (N+1),
-  // which the server marks with data-row-number wherever a label says it.
-  // The rows' form key ("items") is the server's: data-rows-key.
-  function rowsKey(tbody) { return (tbody && tbody.getAttribute("data-rows-key")) || "items"; }
-  function renumber(row, n, key) {
-    var byKey = new RegExp(key + "\\[\\d+\\]", "g"), byId = new RegExp(key + "-\\d+-", "g");
-    row.querySelectorAll("[name],[id],[for],[aria-describedby]").forEach(function (el) {
-      ["name", "id", "for", "aria-describedby"].forEach(function (a) {
-        var v = el.getAttribute(a);
-        if (v) el.setAttribute(a, v.replace(byKey, key + "[" + n + "]").replace(byId, key + "-" + n + "-"));
-      });
-    });
-    row.querySelectorAll("[data-row-number]").forEach(function (el) { el.textContent = String(n + 1); });
-  }
-
-  function addRow(tbody) {
-    if (!tbody) return;
-    var rows = tbody.querySelectorAll("tr.item-row");
-    // The most rows an order takes: the server says it on the table.
-    var most = parseInt(tbody.getAttribute("data-max-rows"), 10);
-    if (!rows.length || rows.length >= most) return;
-    var last = rows[rows.length - 1], next = 0, key = rowsKey(tbody);
-    var numbered = new RegExp(key + "\\[(\\d+)\\]");
-    rows.forEach(function (r) {
-      var m = numbered.exec(r.querySelector("input").name);
-      if (m) next = Math.max(next, parseInt(m[1], 10) + 1);
-    });
-    var row = last.cloneNode(true);
-    renumber(row, next, key);
-    row.querySelectorAll("input").forEach(function (i) { i.value = ""; i.removeAttribute("aria-invalid"); i.removeAttribute("aria-describedby"); });
-    row.querySelectorAll("[data-remove-row]").forEach(function (b) { b.value = String(next); });
-    row.querySelectorAll(".error-text").forEach(function (e) { e.remove(); });
-    tbody.appendChild(row);
-    updateTotals(tbody);
-    row.querySelector("input").focus();
-  }
-
-  document.addEventListener("click", function (e) {
-    var add = e.target.closest("[data-add-row]");
-    if (add) {
-      e.preventDefault();
-      addRow(add.form && add.form.querySelector("[data-max-rows]"));
-      return;
-    }
-    var rm = e.target.closest("[data-remove-row]");
-    if (rm) {
-      // Without this script the button asks the server for the form
-      // without the row (remove_row); here the row goes at once.
-      e.preventDefault();
-      var tbody = rm.closest("tbody"), row = rm.closest("tr");
-      if (tbody.querySelectorAll("tr.item-row").length > 1) {
-        var prev = row.previousElementSibling || row.nextElementSibling;
-        row.remove();
-        var focus = prev && prev.querySelector("[data-remove-row]");
-        if (focus) focus.focus();
-      } else {
-        row.querySelectorAll("input").forEach(function (i) { i.value = ""; });
-      }
+  // Item rows come from the server (the Add and Remove buttons' hx-get):
+  // focus goes to the first row added (the answer may add a blank row
+  // besides), or to the Remove button of the row before the one removed.
+  // (Extension hooks: a removed row's button leaves the page, and its
+  // events never reach the document.)
+  if (window.htmx) htmx.registerExtension("orders-rows", {
+    htmx_config_request: function (elt, d) {
+      var b = d.ctx.sourceElement, tbody = b.form && b.form.querySelector("[data-max-rows]");
+      if (!tbody || !b.matches("[data-add-row], [data-remove-row]")) return;
+      d.ctx.rowAt = b.matches("[data-add-row]") ? tbody.rows.length :
+        -1 - Array.prototype.indexOf.call(tbody.rows, b.closest("tr"));
+    },
+    htmx_after_swap: function (elt, d) {
+      var at = d.ctx.rowAt, tbody = at !== undefined && document.getElementById(d.ctx.target.id);
+      if (!tbody) return;
       updateTotals(tbody);
+      // at >= 0: the number of rows before the Add; else -1 - the index removed.
+      var row = tbody.rows[at >= 0 ? Math.min(at, tbody.rows.length - 1) : Math.max(0, -2 - at)];
+      var to = row && row.querySelector(at >= 0 ? "input" : "[data-remove-row]");
+      if (to) to.focus();
     }
   });
 
@@ -123,17 +82,14 @@
     if (cancel) { e.preventDefault(); cancel.click(); }
   });
 
-  function enhance(root) {
-    updateTotals(document.querySelector("[data-max-rows]"));
-  }
-
-  document.addEventListener("DOMContentLoaded", function () { enhance(document); });
-  document.addEventListener("htmx:after:swap", function () { enhance(document); });
+  function enhance() { updateTotals(document.querySelector("[data-max-rows]")); }
+  document.addEventListener("DOMContentLoaded", enhance);
+  document.addEventListener("htmx:after:swap", enhance);
 })();
 
-// Focus after an action: a swap that took
-// the focused element away (a Save, Edit, Delete or status button, the
-// field Escape was pressed in) never leaves focus on the page's body. It
+// Focus after an action: a swap that took the focused element away (a
+// Save, Edit, Delete or status button, the field Escape was pressed in)
+// never leaves focus on the page's body. It
 // goes to the first field with an error, else the updated row (its Edit
 // link; the customer field of an inline form, with the cursor at the end
 // of the text), else, after a page-sized swap into #main or the body, the
@@ -193,18 +149,6 @@
   }
 })();
 
-// Content-Security-Policy (no inline style): after a swap, htmx's settle
-// step copies the old element's class, style, width and height onto the
-// new element of the same id, with setAttribute. Under style-src 'self' a
-// style attribute set that way is refused, one console error per element:
-// whatever gave the old fields a style (the browser's form filling, an
-// extension, a script using el.style) made every failed save log dozens.
-// The app uses no settle transitions, so there is no settle step at all.
-(function cspSafeSwaps() {
-  "use strict";
-  if (window.htmx) htmx.config.defaultSettleDelay = 0;
-})();
-
 // List and Inquiry: a busy state while results load, focus and
 // scrolling after paging, sorting and deleting, and the keyboard shortcuts.
 // Kept apart from the form and notice behaviour above.
@@ -228,16 +172,12 @@
   }
 
   // The results say they are loading (aria-busy, which the stylesheet
-  // shows as a bar and a dimmed table) from the request until the swap.
-  // A request whose source left the page was swapped (its finally event
-  // never reaches the document): it no longer counts.
-  var inFlight = [];
+  // shows as a bar and a dimmed table) while htmx marks them as the
+  // indicator of a request (hx-indicator: htmx-request) until the swap.
   function updateBusy() {
-    inFlight = inFlight.filter(function (c) { return c.sourceElement && c.sourceElement.isConnected; });
     var r = results();
-    if (!r) return;
-    if (inFlight.length) r.setAttribute("aria-busy", "true");
-    else r.removeAttribute("aria-busy");
+    if (r && r.classList.contains("htmx-request")) r.setAttribute("aria-busy", "true");
+    else if (r) r.removeAttribute("aria-busy");
   }
 
   // What to do once new results arrive: "page" (focus the summary, scroll
@@ -273,15 +213,10 @@
     } else if (src && !isResults(src)) {
       after = null; // the search form: focus stays where one types
     }
-    inFlight.push(ctx);
     updateBusy();
   });
-
-  document.addEventListener("htmx:finally:request", function (e) {
-    var ctx = e.detail && e.detail.ctx;
-    inFlight = inFlight.filter(function (c) { return c !== ctx; });
-    updateBusy();
-  });
+  // htmx takes its class away after this event.
+  document.addEventListener("htmx:finally:request", function () { setTimeout(updateBusy); });
 
   // New results are processed once swapped in: the event comes from the
   // new results element itself, which is in the page.
@@ -308,7 +243,7 @@
     }
   });
 
-  // ---- Keyboard shortcuts (never while typing in a field) ----
+  // ---- Keyboard shortcuts ----
 
   // The rows j and k move between: List rows (not one being edited) or
   // Inquiry orders.
@@ -345,62 +280,26 @@
     if (show) window.location.assign(show.getAttribute("href") + "/edit");
   }
 
-  var shortcuts = [
-    ["/", "Search"],
-    ["n", "New order"],
-    // Words for any resource's list: the same script runs on every page.
-    ["j", "Next row of the list"],
-    ["k", "Previous row of the list"],
-    ["e", "Edit the current row"],
-    ["?", "Show these shortcuts"],
-    ["Esc", "Close this list, or leave an inline edit"]
-  ];
-
-  // The dialog is built the first time it is asked for: without this
-  // script there are no shortcuts to list.
+  // The dialog comes from the layout's template the first time it is
+  // asked for.
   var returnFocus = null;
   function shortcutDialog() {
-    var d = document.getElementById("shortcuts");
-    if (d) return d;
-    d = document.createElement("dialog");
-    d.id = "shortcuts";
-    d.className = "shortcuts";
-    d.setAttribute("aria-labelledby", "shortcuts-title");
-    var h = document.createElement("h2");
-    h.id = "shortcuts-title";
-    h.textContent = "Keyboard shortcuts";
-    var dl = document.createElement("dl");
-    shortcuts.forEach(function (s) {
-      var dt = document.createElement("dt"), kbd = document.createElement("kbd"), dd = document.createElement("dd");
-      kbd.textContent = s[0];
-      dt.appendChild(kbd);
-      dd.textContent = s[1];
-      dl.appendChild(dt);
-      dl.appendChild(dd);
-    });
-    var p = document.createElement("p");
-    p.className = "hint";
-    p.textContent = "Shortcuts do nothing while you type in a field.";
-    var form = document.createElement("form");
-    form.method = "dialog";
-    var close = document.createElement("button");
-    close.type = "submit";
-    close.className = "secondary";
-    close.textContent = "Close";
-    form.appendChild(close);
-    d.append(h, dl, p, form);
+    var d = document.getElementById("shortcuts"), t = document.getElementById("shortcuts-template");
+    if (d || !t) return d;
+    document.body.appendChild(t.content.cloneNode(true));
+    d = document.getElementById("shortcuts");
+    d.querySelector("[data-close]").addEventListener("click", function () { d.close(); });
     d.addEventListener("close", function () {
       var to = returnFocus;
       returnFocus = null;
       if (to && to.isConnected && to.focus) to.focus();
     });
-    document.body.appendChild(d);
     return d;
   }
 
   function showShortcuts() {
     var d = shortcutDialog();
-    if (d.open) return;
+    if (!d || d.open) return;
     returnFocus = document.activeElement;
     d.showModal();
   }
@@ -502,36 +401,30 @@
   });
 })();
 
-// Product picker: typing in an item row's SKU or
-// name suggests up to 10 active products, as a WAI-ARIA 1.2 combobox with
-// a listbox popup. The server marks the inputs that suggest with
-// data-product-picker (its value is the products' path) and every control
-// a chosen product fills with data-product-field (the product's JSON field
-// it takes); the roles, states and the listbox are added here, so without
-// JavaScript the fields are the plain text fields they always were.
-// Choosing copies values into the row (the order keeps its own copies,
-// nothing links it to the product) and the person may still change them.
-// Requests are debounced, only the latest answer counts, and errors are
-// silent: the field stays a plain text field.
+// Product picker: typing in an item row's SKU or name suggests up to 10
+// active products, as a WAI-ARIA 1.2 combobox with a listbox popup. htmx
+// asks for the options (the input's hx-get: debounced, the latest request
+// replacing an older one) and the server renders them, each carrying the
+// values it fills in; this adds the listbox (and the roles and states),
+// so without JavaScript the fields are the plain text fields they always
+// were, and gives the combobox its keys. Choosing copies values into the
+// row (nothing links the order to the product); the person may change them.
 (function productPicker() {
   "use strict";
+  if (!window.htmx) return;
+  var pending = null; // {input, step}: an arrow key waiting for the list
 
-  var DELAY = 200, MOST = 10;
-  // The list that shows: {input, list, products, active}, or null.
-  var open = null;
-  // The debounce, the request in flight, the number of the latest one.
-  var timer = 0, ctrl = null, asked = 0;
-  // choose() is setting values: their input events ask for nothing.
-  var filling = false;
-
-  function isPicker(el) {
-    return !!(el && el.nodeType === 1 && el.matches && el.matches("input[data-product-picker]"));
+  function isPicker(el) { return !!(el && el.matches && el.matches("input[data-product-picker]")); }
+  function listOf(input) { return document.getElementById(input.id + "-products"); }
+  function isOpen(input) { return input.getAttribute("aria-expanded") === "true"; }
+  function options(input) {
+    var l = listOf(input);
+    return l ? Array.prototype.slice.call(l.querySelectorAll("[role=option]")) : [];
   }
 
   // The polite live region of a form that says how many products match.
   function region(form) {
-    var root = form || document.body;
-    var r = root.querySelector("[data-product-status]");
+    var root = form || document.body, r = root.querySelector("[data-product-status]");
     if (!r) {
       r = document.createElement("p");
       r.setAttribute("data-product-status", "");
@@ -541,196 +434,137 @@
     }
     return r;
   }
-
   function announce(input, text) {
     var r = region(input.form);
     // The same words again are still news: make the text differ.
     r.textContent = r.textContent === text ? text + "\u00a0" : text;
   }
 
-  // setup gives an input its listbox (right after it) and the combobox's
-  // role and states. It runs again whenever the input gets focus: a row
-  // app.js copied has a copy of the listbox, renumbered with the row's
-  // ids, which the input's aria-controls must name.
+  // setup gives an input its listbox (right after it, the hx-target of its
+  // requests) and the combobox's role and states.
   function setup(input) {
-    var list = input.nextElementSibling;
-    if (!list || !list.hasAttribute("data-product-options")) {
-      list = document.createElement("div");
+    if (!listOf(input)) {
+      var list = document.createElement("div");
+      list.id = input.id + "-products";
       list.setAttribute("data-product-options", "");
       list.setAttribute("role", "listbox");
+      list.setAttribute("aria-label", "Products");
       list.className = "product-options";
-      input.after(list);
-    }
-    list.id = input.id + "-products";
-    list.setAttribute("aria-label", "Products");
-    if (!open || open.input !== input) {
       list.hidden = true;
-      list.replaceChildren();
-      input.setAttribute("aria-expanded", "false");
-      input.removeAttribute("aria-activedescendant");
+      input.after(list);
     }
     input.setAttribute("role", "combobox");
     input.setAttribute("aria-autocomplete", "list");
-    input.setAttribute("aria-controls", list.id);
-    if (input.parentElement) input.parentElement.classList.add("product-picker");
+    input.setAttribute("aria-controls", input.id + "-products");
+    if (!isOpen(input)) input.setAttribute("aria-expanded", "false");
+    input.parentElement.classList.add("product-picker");
     region(input.form);
-    return list;
   }
+  function setupAll() { document.querySelectorAll("input[data-product-picker]").forEach(setup); }
 
-  function setupAll(root) {
-    (root || document).querySelectorAll("input[data-product-picker]").forEach(setup);
-  }
-
-  function cancel() {
-    clearTimeout(timer);
-    timer = 0;
-    if (ctrl) { ctrl.abort(); ctrl = null; }
-  }
-
-  function close() {
-    if (!open) return;
-    var o = open;
-    open = null;
-    o.list.hidden = true;
-    o.list.replaceChildren();
-    o.input.setAttribute("aria-expanded", "false");
-    o.input.removeAttribute("aria-activedescendant");
-  }
-
-  // search asks for the active products matching term; act (1 or -1)
-  // makes the first or the last one active once they show.
-  function search(input, term, act) {
-    cancel();
-    var mine = ++asked, c = new AbortController();
-    ctrl = c;
-    var url = new URL(input.getAttribute("data-product-picker"), window.location.href);
-    url.searchParams.set("q", term);
-    url.searchParams.set("active", "true");
-    url.searchParams.set("per_page", String(MOST));
-    fetch(url.toString(), { headers: { Accept: "application/json" }, signal: c.signal, credentials: "same-origin" })
-      .then(function (r) {
-        if (!r.ok) throw new Error("products: " + r.status);
-        return r.json();
-      })
-      .then(function (data) {
-        if (mine !== asked) return; // a later request counts, not this one
-        ctrl = null;
-        if (document.activeElement !== input || input.value.trim() !== term) return;
-        var ps = (data && Array.isArray(data.products) ? data.products : []).filter(function (p) {
-          return p && p.active !== false && typeof p.name === "string";
-        }).slice(0, MOST);
-        show(input, ps, typeof data.total === "number" ? data.total : ps.length, !!data.total_is_lower_bound, act);
-      })
-      .catch(function () {
-        if (mine !== asked) return;
-        ctrl = null;
-        close();
-      });
-  }
-
-  function schedule(input) {
-    cancel();
-    if (open && open.input === input) activate(-1); // the list is about to change
-    var term = input.value.trim();
-    if (!term) { close(); return; }
-    timer = setTimeout(function () { timer = 0; search(input, term, 0); }, DELAY);
-  }
-
-  function show(input, products, total, more, act) {
-    if (open && open.input !== input) close();
-    var list = setup(input);
-    list.replaceChildren();
-    products.forEach(function (p, i) {
-      var o = document.createElement("div");
-      o.id = list.id + "-" + i;
-      o.setAttribute("role", "option");
-      o.setAttribute("aria-selected", "false");
-      var name = document.createElement("span");
-      name.className = "product-option-name";
-      name.textContent = p.name;
-      var meta = document.createElement("span");
-      meta.className = "product-option-meta";
-      meta.textContent = [p.sku, [p.unit_price, p.currency].filter(Boolean).join(" ")].filter(Boolean).join(", ");
-      o.append(name, " ", meta);
-      list.appendChild(o);
-    });
-    if (!products.length) {
-      close();
-      list.hidden = true;
-      announce(input, "No product matches");
-      return;
-    }
-    open = { input: input, list: list, products: products, active: -1 };
-    list.hidden = false;
-    input.setAttribute("aria-expanded", "true");
-    var n = products.length;
-    announce(input, total > n ? n + " of " + total + (more ? " or more" : "") + " matching products shown" :
-      n === 1 ? "1 product matches" : n + " products match");
-    if (act) activate(act > 0 ? 0 : n - 1);
-  }
-
-  function options() {
-    return open ? Array.prototype.slice.call(open.list.querySelectorAll("[role=option]")) : [];
+  function close(input) {
+    var l = listOf(input);
+    if (l) { l.hidden = true; l.replaceChildren(); }
+    input.setAttribute("aria-expanded", "false");
+    input.removeAttribute("aria-activedescendant");
   }
 
   // activate makes option i the active one (-1: none).
-  function activate(i) {
-    if (!open) return;
-    var opts = options();
+  function activate(input, i) {
+    var opts = options(input);
     opts.forEach(function (o, k) { o.setAttribute("aria-selected", k === i ? "true" : "false"); });
-    open.active = i;
-    if (i < 0 || !opts[i]) {
-      open.active = -1;
-      open.input.removeAttribute("aria-activedescendant");
-      return;
-    }
-    open.input.setAttribute("aria-activedescendant", opts[i].id);
+    if (!opts[i]) { input.removeAttribute("aria-activedescendant"); return; }
+    input.setAttribute("aria-activedescendant", opts[i].id);
     opts[i].scrollIntoView({ block: "nearest" });
   }
 
-  // choose copies product i into its row's controls, as if typed (input
-  // events: app.js's totals follow), and moves on to the row's first
-  // control a product does not fill (the quantity).
-  function choose(i) {
-    if (!open || !open.products[i]) return;
-    var p = open.products[i], input = open.input;
-    close();
-    var row = input.closest("tr") || input.form || document;
-    filling = true;
-    try {
-      row.querySelectorAll("[data-product-field]").forEach(function (el) {
-        var v = p[el.getAttribute("data-product-field")];
-        if (v === undefined || v === null) return;
-        el.value = String(v);
-        el.dispatchEvent(new Event("input", { bubbles: true }));
-        el.dispatchEvent(new Event("change", { bubbles: true }));
-      });
-    } finally {
-      filling = false;
+  // show opens the list the server's options were swapped into.
+  function show(input) {
+    var opts = options(input), n = opts.length, step = pending && pending.input === input ? pending.step : 0;
+    pending = null;
+    if (!n || document.activeElement !== input) {
+      close(input);
+      if (!n) announce(input, "No product matches");
+      return;
     }
-    announce(input, p.name + " chosen: SKU " + p.sku + ", unit price " + p.unit_price);
-    var next = row.querySelector("input:not([type=hidden]):not([data-product-field]):not([readonly])");
-    if (next) {
-      next.focus();
-      if (next.select) next.select();
-    } else {
-      input.focus();
-    }
+    opts.forEach(function (o, i) { o.id = input.id + "-products-" + i; });
+    listOf(input).hidden = false;
+    input.setAttribute("aria-expanded", "true");
+    input.removeAttribute("aria-activedescendant");
+    var total = parseInt(opts[0].getAttribute("data-total"), 10) || n;
+    announce(input, total > n ? n + " of " + total + (opts[0].hasAttribute("data-more") ? " or more" : "") + " matching products shown" :
+      n === 1 ? "1 product matches" : n + " products match");
+    if (step) activate(input, step > 0 ? 0 : n - 1);
   }
 
-  document.addEventListener("input", function (e) {
-    if (filling || !isPicker(e.target)) return;
-    schedule(e.target);
+  // choose copies option o into its row's controls, as if typed (input
+  // events: the totals follow), and moves on to the row's first control a
+  // product does not fill (the quantity).
+  function choose(input, o) {
+    close(input);
+    var row = input.closest("tr") || input.form || document;
+    row.querySelectorAll("[data-product-field]").forEach(function (el) {
+      var v = o.getAttribute("data-" + el.getAttribute("data-product-field"));
+      if (v === null) return;
+      el.value = v;
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+      el.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+    announce(input, o.getAttribute("data-name") + " chosen: SKU " + o.getAttribute("data-sku") + ", unit price " + o.getAttribute("data-unit_price"));
+    var next = row.querySelector("input:not([type=hidden]):not([data-product-field]):not([readonly])");
+    (next || input).focus();
+    if (next && next.select) next.select();
+  }
+
+  htmx.registerExtension("orders-picker", {
+    // The request asks for the products matching what the field holds
+    // (q), and only while one types in it: not for an empty field, not
+    // after the person closed the list for these words. A failed request
+    // is silent: no list, and the field stays a plain text field.
+    htmx_config_request: function (elt, d) {
+      var ctx = d.ctx, input = ctx.sourceElement;
+      if (!isPicker(input)) return;
+      var term = input.value.trim();
+      if (!term || document.activeElement !== input || (input._closedAt === term && ctx.sourceEvent.type !== "picker:open")) {
+        if (!term) close(input);
+        return false;
+      }
+      ctx.pickerTerm = term;
+      ctx.request.body.delete(input.name);
+      ctx.request.body.set("q", term);
+      ctx.fetch = function (url, opts) {
+        return window.fetch(url, opts).catch(function () {
+          if (!opts.signal.aborted) close(input);
+          return new Response(null, { status: 204 });
+        });
+      };
+    },
+    // Only the answer for what the field holds now counts, and it fills
+    // the listbox alone (the notices' regions are the person's).
+    htmx_before_swap: function (elt, d) {
+      var ctx = d.ctx, input = ctx.sourceElement;
+      if (!isPicker(input)) return;
+      if (ctx.request.signal.aborted || input.value.trim() !== ctx.pickerTerm) return false;
+      if (ctx.response.status !== 200) { close(input); return false; }
+      for (var i = d.tasks.length - 1; i >= 0; i--) if (d.tasks[i].type === "partial") d.tasks.splice(i, 1);
+      if (!d.tasks.length) listOf(input).replaceChildren(); // no product matches
+    },
+    htmx_after_swap: function (elt, d) {
+      if (isPicker(d.ctx.sourceElement)) show(d.ctx.sourceElement);
+      else setupAll();
+    }
   });
 
-  document.addEventListener("focusin", function (e) {
-    if (isPicker(e.target)) setup(e.target);
+  document.addEventListener("input", function (e) {
+    if (!isPicker(e.target)) return;
+    if (!e.target.value.trim()) close(e.target);
+    else activate(e.target, -1); // the list is about to change
   });
 
   document.addEventListener("focusout", function (e) {
     if (!isPicker(e.target)) return;
-    cancel();
-    if (open && open.input === e.target) close();
+    htmx.trigger(e.target, "htmx:abort");
+    close(e.target);
   });
 
   // The keys, before anything else on the page hears them (capture): an
@@ -739,40 +573,40 @@
   document.addEventListener("keydown", function (e) {
     var input = e.target;
     if (!isPicker(input) || e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
-    var isOpen = !!open && open.input === input;
+    var open = isOpen(input), opts = options(input), n = opts.length;
+    var i = opts.findIndex(function (o) { return o.getAttribute("aria-selected") === "true"; });
     switch (e.key) {
       case "ArrowDown":
       case "ArrowUp": {
         var step = e.key === "ArrowDown" ? 1 : -1;
-        if (isOpen) {
-          var n = open.products.length, i = open.active;
-          activate(i < 0 ? (step > 0 ? 0 : n - 1) : (i + step + n) % n);
+        if (open) {
+          activate(input, i < 0 ? (step > 0 ? 0 : n - 1) : (i + step + n) % n);
         } else if (input.value.trim()) {
-          search(input, input.value.trim(), step); // open it, then move
+          pending = { input: input, step: step }; // open it, then move
+          input._closedAt = null;
+          htmx.trigger(input, "picker:open");
         } else {
           return;
         }
-        e.preventDefault();
-        e.stopPropagation();
-        return;
+        break;
       }
       case "Enter":
-        if (!isOpen) return; // Enter saves, as in any field
-        if (open.active < 0) { close(); return; }
-        e.preventDefault();
-        e.stopPropagation();
-        choose(open.active);
-        return;
+        if (!open) return; // Enter saves, as in any field
+        if (i < 0) { close(input); return; }
+        choose(input, opts[i]);
+        break;
       case "Escape":
         // A second Escape (nothing shown or coming) is the page's.
-        if (!isOpen && !timer && !ctrl) return;
-        cancel();
-        close();
-        e.preventDefault();
-        e.stopPropagation();
-        return;
+        if (!open && !listOf(input).classList.contains("htmx-request")) return;
+        input._closedAt = input.value.trim();
+        htmx.trigger(input, "htmx:abort");
+        close(input);
+        break;
+      default:
+        return; // Tab leaves the field as always; focusout closes the list.
     }
-    // Tab leaves the field as always; focusout closes the list.
+    e.preventDefault();
+    e.stopPropagation();
   }, true);
 
   // A click chooses; pressing on the list keeps the focus in the field.
@@ -781,22 +615,14 @@
   });
   document.addEventListener("click", function (e) {
     var o = e.target.closest && e.target.closest("[data-product-options] [role=option]");
-    if (o && open && open.list.contains(o)) {
-      choose(options().indexOf(o));
-      return;
-    }
-    // A row app.js has just added (its click handler ran first).
-    var add = e.target.closest && e.target.closest("[data-add-row]");
-    if (add && add.form) setupAll(add.form);
+    if (o) choose(o.parentElement.previousElementSibling, o);
   });
 
-  document.addEventListener("DOMContentLoaded", function () { setupAll(document); });
-  document.addEventListener("htmx:after:swap", function () { setupAll(document); });
+  document.addEventListener("DOMContentLoaded", setupAll);
 })();
 
-// Live updates: a page follows changes made
-// anywhere (another tab, another person, another instance) within a
-// second. The layout holds the resource's event stream, [data-live-stream]
+// Live updates: a page follows changes made anywhere (another tab,
+// another person, another instance) within a second. The layout holds the resource's event stream, [data-live-stream]
 // with hx-sse:connect (htmx's SSE extension, public/js/hx-sse.min.js: it
 // reconnects by itself, sending Last-Event-ID, and turns each named event
 // into a DOM event on that element: created, updated, deleted, reset), and
@@ -810,7 +636,7 @@
 //   form   an Edit form or an inline row edit: never replaced. It says the
 //          record changed, with a Compare button that submits the form as
 //          it is: its version is stale, so the server answers its 409
-//          comparison (yours and theirs, field by field) and saves nothing.
+//          comparison of yours and theirs and saves nothing.
 // Only a version newer than the one shown is fetched. A deleted member is
 // marked (the gone row's look) and its actions disabled. New members are
 // counted in the region, with a button that shows them. While the
