@@ -9,6 +9,7 @@ package routes
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -141,7 +142,73 @@ type sessionStep struct {
 	name   string
 	method string
 	body   map[string]any // JSON; for a note, {"note": ...}
-	entry  *wantEntry
+	// entry: a create's without changes lists the created record's
+	// fields that hold a value (each from none).
+	entry *wantEntry
+}
+
+// session is the resource's scripted session, or for a resource without
+// one the session its Example makes: create, its field changed, a PUT
+// that changes nothing, a note, a delete.
+func (s *suiteResource) session() []sessionStep {
+	if steps, ok := sessions[s.R.Plural]; ok {
+		return steps
+	}
+	old := s.body(1)[s.field]
+	return []sessionStep{
+		{"create", http.MethodPost, s.body(1), &wantEntry{action: "created", version: 1}},
+		{"a field", http.MethodPut, map[string]any{s.field: "Changed in a session", "version": 1},
+			&wantEntry{action: "updated", version: 2, changes: map[string][2]any{s.field: {old, "Changed in a session"}}}},
+		{"nothing", http.MethodPut, map[string]any{s.field: "Changed in a session", "version": 2}, nil},
+		{"note", http.MethodPost, map[string]any{"note": "A note in a session."}, &wantEntry{action: "note", version: 2, note: "A note in a session."}},
+		{"delete", http.MethodDelete, nil, &wantEntry{action: "deleted", version: 2}},
+	}
+}
+
+// sessionLines are what the history page of the session says, newest first.
+func (s *suiteResource) sessionLines() []string {
+	if _, scripted := sessions[s.R.Plural]; !scripted {
+		return []string{"Deleted by anonymous through the API · version 2", "A note in a session.",
+			fmt.Sprintf("%s: %v → Changed in a session", s.label, s.body(1)[s.field]), "Created by anonymous through the API · version 1"}
+	}
+	switch s.R.Plural {
+	case "orders":
+		return []string{"Deleted by anonymous through the API · version 4", "Called Ada: she wants it by Friday.",
+			"Status: pending → confirmed", "Added 1 × Gear at 9.99", "Removed 1 × Tape (TP-1) at 3.00",
+			"Changed 2 × Widget at 1.50 to 3 × Widget at 1.50", "Customer: Ada → Ada Lovelace",
+			"Created by anonymous through the API · version 1", "Status: pending Customer: Ada Email: ada@example.com Currency: USD",
+			"Added 2 × Widget at 1.50 Added 1 × Tape (TP-1) at 3.00"}
+	case "products":
+		return []string{"Deleted by anonymous through the API · version 3", "Supplier raised the price.",
+			"Unit price: 19.99 → 21.00 Active: yes → no", "Name: Tee → Tee shirt",
+			"Created by anonymous through the API · version 1", "SKU: TEE-1 Name: Tee Unit price: 19.99 Currency: USD Active: yes"}
+	}
+	return nil
+}
+
+// created is the entry a create without scripted changes adds: every
+// field of the record that holds a value, each from none, and its rows
+// added.
+func (s *suiteResource) created(t testing.TB, e wantEntry, r *testutil.Resp) wantEntry {
+	t.Helper()
+	var rec map[string]json.RawMessage
+	r.JSON(t, &rec)
+	e.changes = map[string][2]any{}
+	for _, f := range s.api.Fields {
+		var v any
+		if raw, ok := rec[f.Name]; !ok || f.Kind == kindVersion {
+			continue
+		} else if f.Kind == kindRows {
+			var rows []itemJSON
+			_ = json.Unmarshal(raw, &rows)
+			for _, it := range rows {
+				e.added = append(e.added, itemWords(it))
+			}
+		} else if _ = json.Unmarshal(raw, &v); v != nil && v != "" {
+			e.changes[f.Name] = [2]any{nil, v}
+		}
+	}
+	return e
 }
 
 // sessions are the scripted sessions of each resource: create, a field
@@ -187,7 +254,7 @@ func (s *suiteResource) runSession(t *testing.T, a *testApp, h testutil.H) (int6
 	t.Helper()
 	var id int64
 	var want []wantEntry
-	for _, step := range sessions[s.R.Plural] {
+	for _, step := range s.session() {
 		target := s.R.Path()
 		switch {
 		case step.body["note"] != nil:
@@ -209,7 +276,11 @@ func (s *suiteResource) runSession(t *testing.T, a *testApp, h testutil.H) (int6
 			id = m.ID
 		}
 		if step.entry != nil {
-			want = append([]wantEntry{*step.entry}, want...)
+			e := *step.entry
+			if e.action == "created" && e.changes == nil {
+				e = s.created(t, e, r)
+			}
+			want = append([]wantEntry{e}, want...)
 		}
 		// After every step the history holds exactly the entries so far.
 		got := s.history(t, a, s.R.HistoryPath(id), h).Entries
@@ -242,19 +313,7 @@ func TestHistoryOfASession(t *testing.T) {
 		// The page says it in words, newest first.
 		r := a.get(t, s.R.HistoryPath(id), testutil.HPage).WantStatus(t, http.StatusOK).WantNegotiated(t).WantPage(t, s.R.Name+"-history-page")
 		text := plainText(r.Body)
-		var lines []string
-		switch s.R.Plural {
-		case "orders":
-			lines = []string{"Deleted by anonymous through the API · version 4", "Called Ada: she wants it by Friday.",
-				"Status: pending → confirmed", "Added 1 × Gear at 9.99", "Removed 1 × Tape (TP-1) at 3.00",
-				"Changed 2 × Widget at 1.50 to 3 × Widget at 1.50", "Customer: Ada → Ada Lovelace",
-				"Created by anonymous through the API · version 1", "Status: pending Customer: Ada Email: ada@example.com Currency: USD",
-				"Added 2 × Widget at 1.50 Added 1 × Tape (TP-1) at 3.00"}
-		default:
-			lines = []string{"Deleted by anonymous through the API · version 3", "Supplier raised the price.",
-				"Unit price: 19.99 → 21.00 Active: yes → no", "Name: Tee → Tee shirt",
-				"Created by anonymous through the API · version 1", "SKU: TEE-1 Name: Tee Unit price: 19.99 Currency: USD Active: yes"}
-		}
+		lines := s.sessionLines()
 		last := -1
 		for _, l := range lines {
 			i := strings.Index(text, l)
@@ -288,7 +347,7 @@ func TestHistoryActor(t *testing.T) {
 		{"signed in", "desk", testutil.H{"Authorization": basic}, func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "s3cret" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, s := range resourceSuites {
+			for _, s := range resourceSuites() {
 				t.Run(s.R.Plural, func(t *testing.T) {
 					tg := testutil.Miniredis(t)
 					a := newTestApp(t, tg.Name, testutil.NewStore(t, tg), c.config)

@@ -30,6 +30,13 @@ var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", E
 		}
 		return fmt.Sprintf("Order %d for %s: %s, %d %s.", o.ID, o.Customer, o.Status, len(o.Items), items)
 	},
+	Example: example{
+		Create: func(n int) map[string]any {
+			return map[string]any{"customer": fmt.Sprintf("Customer %d", n),
+				"items": []any{map[string]any{"name": "Widget", "quantity": 2, "unit_price": "1.50"}}}
+		},
+		Change: "customer",
+	},
 }
 
 func init() {

@@ -27,6 +27,12 @@ var productResource = &resource{Name: "product", Plural: "products", Title: "Pro
 		p := rec.(*store.Product)
 		return fmt.Sprintf("Product %s: %s, %s %s.", p.SKU, p.Name, p.UnitPrice, p.Currency)
 	},
+	Example: example{
+		Create: func(n int) map[string]any {
+			return map[string]any{"sku": fmt.Sprintf("SKU-%d", n), "name": fmt.Sprintf("Product %d", n), "unit_price": "1.50"}
+		},
+		Change: "name",
+	},
 }
 
 func init() {

@@ -84,6 +84,22 @@ type resource struct {
 	// serve makes its handlers: the members, its List and its views. Set
 	// by the resource's file (its handlers refer to the resource).
 	serve func(h *handlers) resourceHandlers
+	// Example is what the shared test suites write to exercise it.
+	Example example
+}
+
+// example is a resource's valid values, from which the shared test suites
+// make every request they send it: the suites walk the registration list,
+// so a registered resource is tested without tests of its own.
+type example struct {
+	// Create is the JSON body of a valid create, another record for each n
+	// (its unique values differ with n). Plain forms send the same values
+	// as form pairs (items[0][name] for a row's field).
+	Create func(n int) map[string]any
+	// Change names a text field of the table with a limit (Max) that a
+	// change may set to any other short text: the suites change it, make
+	// it conflict and send it one character too long.
+	Change string
 }
 
 // resources are the resources the application serves, the first the one

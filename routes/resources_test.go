@@ -1,74 +1,114 @@
 package routes
 
-// The suites every resource passes (a second resource passes the
-// same suites as orders). Each test here runs the same cases over every
-// resource of resourceSuites: orders and products. What only one resource
-// promises is in its own file (orders_test.go, products_test.go).
+// The suites every resource passes. They walk the registration list
+// (resources): each test here runs the same cases over every registered
+// resource, from what its registration supplies (its names, its field
+// table and its Example), so a new resource is tested by registering it.
+// What only one resource promises is in its own file (orders_test.go,
+// products_test.go).
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"orders/store"
 	"orders/testutil"
 )
 
-// suiteResource is one resource as the shared suites see it: its
-// description, the root ids of its partials, a valid body, a change, and a
-// text field with a limit.
+// suiteResource is one registered resource as the shared suites see it:
+// its description and field table, the root ids of its partials, and the
+// text field its Example changes with that field's limit and label.
 type suiteResource struct {
-	R *resource
+	R   *resource
+	api apiResource
 	// Roots of the partials: the List, a member's page, the New and Edit
 	// form, the delete confirmation.
 	list, show, form, del string
-	// body is a valid create as JSON, different for every n; formBody the
-	// same as form pairs.
-	body     func(n int) map[string]any
-	formBody func(n int) []string
-	// field is a text field a change sets, and whose limit is max
-	// characters: longer is a 422 with limitMsg.
-	field    string
-	max      int
-	limitMsg string
-	// count is how many members are stored.
-	count func(t testing.TB, a *testApp) int64
+	// field is the text field a change sets (Example.Change), and whose
+	// limit is max characters: longer is a 422 with limitMsg. label is
+	// how the forms, the comparison and the history name it.
+	field, label, limitMsg string
+	max                    int
 }
 
-// resourceSuites are the resources every shared suite runs over.
-var resourceSuites = []*suiteResource{
-	{
-		R: orderResource, list: "orders", show: "order", form: "order-form", del: "order-delete",
-		body: func(n int) map[string]any {
-			return map[string]any{"customer": fmt.Sprintf("Customer %d", n), "items": []any{item("Widget", 2, "1.50")}}
-		},
-		formBody: func(n int) []string {
-			return []string{"customer", fmt.Sprintf("Customer %d", n), "items[0][name]", "Widget",
-				"items[0][quantity]", "2", "items[0][unit_price]", "1.50"}
-		},
-		field: "customer", max: store.MaxCustomer, limitMsg: "must be at most 120 characters",
-		count: func(t testing.TB, a *testApp) int64 { return a.count(t) },
-	},
-	{
-		R: productResource, list: "products", show: "product", form: "product-form", del: "product-delete",
-		body: func(n int) map[string]any {
-			return map[string]any{"sku": fmt.Sprintf("SKU-%d", n), "name": fmt.Sprintf("Product %d", n), "unit_price": "1.50"}
-		},
-		formBody: func(n int) []string {
-			return []string{"sku", fmt.Sprintf("SKU-%d", n), "name", fmt.Sprintf("Product %d", n), "unit_price", "1.50",
-				"active", "true", "active", "false"}
-		},
-		field: "name", max: store.MaxItemName, limitMsg: "must be at most 200 characters",
-		count: func(t testing.TB, a *testApp) int64 { return a.productCount(t) },
-	},
+// resourceSuites are the resources every shared suite runs over: every
+// registered resource (read once the registrations have their handlers).
+var resourceSuites = sync.OnceValue(func() []*suiteResource { return suitesOf(resources) })
+
+// suitesOf reads what the suites need from each registration; a
+// registration without an Example, or whose Example.Change is not a text
+// field with a limit, panics: the suites cannot test it.
+func suitesOf(rs []*resource) []*suiteResource {
+	out := make([]*suiteResource, 0, len(rs))
+	for _, r := range rs {
+		if r.Example.Create == nil {
+			panic("resource " + r.Plural + " has no Example: the shared test suites cannot write to it")
+		}
+		s := &suiteResource{R: r, api: r.serve(&handlers{}).API, list: r.Plural, show: r.Name,
+			form: r.Name + "-form", del: r.Name + "-delete", field: r.Example.Change}
+		i := slices.IndexFunc(s.api.Fields, func(f apiField) bool { return f.Name == s.field })
+		if i < 0 || s.api.Fields[i].Kind != kindText || s.api.Fields[i].Max == 0 {
+			panic("resource " + r.Plural + ": Example.Change " + strconv.Quote(s.field) + " is no text field with a limit")
+		}
+		f := s.api.Fields[i]
+		s.label, s.max = f.Label, f.Max
+		s.limitMsg = "must be at most " + strconv.Itoa(f.Max) + " characters"
+		out = append(out, s)
+	}
+	return out
+}
+
+// body is a valid create as JSON, another record for every n.
+func (s *suiteResource) body(n int) map[string]any { return s.R.Example.Create(n) }
+
+// formBody is body(n) as a plain form sends it: form pairs, a row's
+// fields as items[0][name].
+func (s *suiteResource) formBody(n int) []string { return formPairs("", s.body(n)) }
+
+// formPairs flattens a JSON object into form pairs, each key under prefix.
+func formPairs(prefix string, obj map[string]any) []string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		name := k
+		if prefix != "" {
+			name = prefix + "[" + k + "]"
+		}
+		switch v := obj[k].(type) {
+		case []any:
+			for i, row := range v {
+				kv = append(kv, formPairs(name+"["+strconv.Itoa(i)+"]", row.(map[string]any))...)
+			}
+		case map[string]any:
+			kv = append(kv, formPairs(name, v)...)
+		default:
+			kv = append(kv, name, fmt.Sprint(v))
+		}
+	}
+	return kv
+}
+
+// count is how many members are stored, as the List's JSON says it.
+func (s *suiteResource) count(t testing.TB, a *testApp) int64 {
+	t.Helper()
+	obj := a.get(t, s.R.Path()+"?per_page=1", testutil.HJSON).WantStatus(t, http.StatusOK).Object(t)
+	n, ok := obj["total"].(float64)
+	if !ok || obj["total_is_lower_bound"] != false {
+		t.Fatalf("GET %s: total %v (lower bound %v), want a count", s.R.Path(), obj["total"], obj["total_is_lower_bound"])
+	}
+	return int64(n)
 }
 
 // eachResource runs fn as a subtest for every resource on every Redis
 // target: a fresh application per resource and target.
 func eachResource(t *testing.T, fn func(t *testing.T, s *suiteResource, a *testApp)) {
 	t.Helper()
-	for _, s := range resourceSuites {
+	for _, s := range resourceSuites() {
 		t.Run(s.R.Plural, func(t *testing.T) {
 			eachTarget(t, func(t *testing.T, a *testApp) { fn(t, s, a) })
 		})
@@ -147,8 +187,10 @@ func TestResourceRepresentations(t *testing.T) {
 			}},
 			{"new", s.R.NewPath(), s.form, func(t *testing.T, r *testutil.Resp) {
 				obj := r.Object(t)
-				if _, ok := obj[s.field]; !ok || obj["currency"] != "USD" {
-					t.Errorf("%s: got %v, want the fields (%s among them) with currency USD", r.What, obj, s.field)
+				for _, f := range s.api.Fields {
+					if _, ok := obj[f.Name]; !ok && f.Kind != kindVersion {
+						t.Errorf("%s: got %v, want every field (%s among them)", r.What, obj, f.Name)
+					}
 				}
 			}},
 			{"show", s.R.MemberPath(m.ID), s.show, func(t *testing.T, r *testutil.Resp) {
@@ -443,9 +485,9 @@ func TestResourceETag(t *testing.T) {
 			}
 		}
 		// Another version, another member, another resource: the representation.
-		other := resourceSuites[0].R
+		other := resourceSuites()[0].R
 		if other == s.R {
-			other = resourceSuites[1].R
+			other = resourceSuites()[1].R
 		}
 		for _, inm := range []string{`"` + s.R.ETagPrefix + itoa(m.ID) + `v2-json"`, `"` + s.R.ETagPrefix + itoa(m.ID+1) + `v1-json"`,
 			other.etag(m.ID, 1, reprJSON, ""), `"nonsense"`} {
@@ -511,12 +553,8 @@ func TestResourceConflict(t *testing.T) {
 				wantNotice(t, r, noticeWarning, s.R.Named(m.ID)+" was changed by someone else")
 			}
 			panel := plainText(elementByID(r.Body, "conflict-"+id))
-			label := "Customer"
-			if s.R == productResource {
-				label = "Name"
-			}
 			for _, want := range []string{"Someone else changed " + s.R.Name + " " + id, "now version 2",
-				"Fields that differ Field Yours Theirs", label + " Mine Theirs", "Save mine over theirs", "Keep theirs"} {
+				"Fields that differ Field Yours Theirs", s.label + " Mine Theirs", "Save mine over theirs", "Keep theirs"} {
 				if !strings.Contains(panel, want) {
 					t.Errorf("%s: the conflict panel does not say %q; it says:\n%s", r.What, want, panel)
 				}
@@ -674,7 +712,7 @@ func TestResourceStatuses(t *testing.T) {
 		})
 
 		t.Run("400", func(t *testing.T) {
-			for _, c := range []struct{ name, body, want string }{
+			cases := []struct{ name, body, want string }{
 				{"truncated", `{"` + s.field + `":`, "not valid JSON"},
 				{"not an object", `["` + s.field + `"]`, "JSON object"},
 				{"empty", ``, "JSON object"},
@@ -684,18 +722,24 @@ func TestResourceStatuses(t *testing.T) {
 				{"field a number", `{"` + s.field + `": 5}`, s.field},
 				{"field an array", `{"` + s.field + `": ["a"]}`, s.field},
 				{"field an object", `{"` + s.field + `": {"a": 1}}`, s.field},
-				{"currency a number", `{"currency": 840}`, "currency"},
-				{"unit price an object", `{"unit_price": {}}`, ""},
 				{"version a string", `{"` + s.field + `":"x","version":"1"}`, "version"},
 				{"version zero", `{"` + s.field + `":"x","version":0}`, "version"},
 				{"version a fraction", `{"` + s.field + `":"x","version":1.5}`, "version"},
 				{"not UTF-8", "{\"" + s.field + "\":\"\xff\"}", "UTF-8"},
 				{"single quotes", `{'` + s.field + `':'x'}`, ""},
-			} {
+			}
+			// Every text field sent as a number, every text or money field
+			// as an object (an amount may be a JSON number).
+			for _, f := range s.api.Fields {
+				if f.Kind == kindText {
+					cases = append(cases, struct{ name, body, want string }{f.Name + " a number", `{"` + f.Name + `": 840}`, f.Name})
+				}
+				if f.Kind == kindText || f.Kind == kindMoney {
+					cases = append(cases, struct{ name, body, want string }{f.Name + " an object", `{"` + f.Name + `": {}}`, ""})
+				}
+			}
+			for _, c := range cases {
 				for _, mth := range []struct{ method, path string }{{http.MethodPost, s.R.Path()}, {http.MethodPut, path}} {
-					if c.name == "unit price an object" && s.R == orderResource {
-						continue // an order has no unit_price of its own (items do: errors_test.go)
-					}
 					r := a.do(t, mth.method, mth.path, testutil.JSON(c.body), testutil.HJSON).WantStatus(t, http.StatusBadRequest).WantNegotiated(t)
 					var e errorJSON
 					r.JSON(t, &e)
