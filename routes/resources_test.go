@@ -865,8 +865,8 @@ func TestResourceMethodOverride(t *testing.T) {
 
 // TestResourceLimits: a text field one character over its limit is a 422
 // that names the limit, in JSON (errors.<field>) and in the form shown
-// again with the typed value kept, on create and on update; at the limit
-// it is stored.
+// again with the typed value kept (a page or htmx's fragment), on create
+// and on update; at the limit it is stored.
 func TestResourceLimits(t *testing.T) {
 	eachResource(t, func(t *testing.T, s *suiteResource, a *testApp) {
 		long := strings.Repeat("é", s.max+1) // characters, not bytes
@@ -913,6 +913,14 @@ func TestResourceLimits(t *testing.T) {
 		r.WantStatus(t, http.StatusUnprocessableEntity).WantPage(t, s.form)
 		r.WantFieldError(t, s.field, s.limitMsg, long)
 		r.WantContains(t, `action="`+s.R.MemberPath(id)+`"`, `name="_method" value="PUT"`, `name="version" value="1"`, "The changes were not saved")
+		e = errorJSON{}
+		a.do(t, http.MethodPut, s.R.MemberPath(id), testutil.JSON(map[string]any{s.field: long, "version": 1}), testutil.HJSON).
+			WantStatus(t, http.StatusUnprocessableEntity).WantNegotiated(t).JSON(t, &e)
+		if e.Errors[s.field] != s.limitMsg {
+			t.Errorf("PUT %s with a %d-character %s: got %+v, want errors.%s %q", s.R.MemberPath(id), s.max+1, s.field, e, s.field, s.limitMsg)
+		}
+		r = a.do(t, http.MethodPut, s.R.MemberPath(id), testutil.Form("version", "1", s.field, long), testutil.HXTo("main#main"))
+		r.WantStatus(t, http.StatusUnprocessableEntity).WantNegotiated(t).WantFragment(t, s.form).WantFieldError(t, s.field, s.limitMsg, long)
 		s.wantUnchanged(t, a, id, 1, at)
 	})
 }
