@@ -185,3 +185,104 @@ func ScriptNames() map[string]ScriptSource {
 		unionScript.Hash(): {"unionScript", unionSource},
 	}
 }
+
+// RegisteredKind is one kind of the registry as the shared store suite
+// drives it: through its example records, without knowing its type.
+type RegisteredKind interface {
+	Name() string
+	// Create stores example n and returns its id and version.
+	Create(ctx context.Context, s *Store, n int) (id, version int64, err error)
+	// Holds reports the stored record's version and whether it holds
+	// example n's values.
+	Holds(ctx context.Context, s *Store, id int64, n int) (version int64, holds bool, err error)
+	// Change makes record id hold example n's values, checking ifMatch
+	// and version (0: not named) as every change does.
+	Change(ctx context.Context, s *Store, id int64, n int, ifMatch, version int64) (int64, error)
+	Delete(ctx context.Context, s *Store, id, ifMatch, version int64) error
+}
+
+// RegisteredKinds are the kinds of the registry, in order; a kind without
+// an example fails the test that asks.
+func RegisteredKinds(t testing.TB) []RegisteredKind {
+	t.Helper()
+	var out []RegisteredKind
+	for _, r := range registry {
+		var rk RegisteredKind
+		if k, ok := r.(interface{ suite() RegisteredKind }); ok {
+			rk = k.suite()
+		}
+		if rk == nil {
+			t.Fatalf("kind %q has no example: the shared store suite cannot write to it", r.kindName())
+		}
+		out = append(out, rk)
+	}
+	return out
+}
+
+func (k *kind[T]) suite() RegisteredKind {
+	if k.example == nil {
+		return nil
+	}
+	return suiteKind[T]{k}
+}
+
+// suiteKind drives one kind through its example records.
+type suiteKind[T any] struct{ k *kind[T] }
+
+func (s suiteKind[T]) Name() string { return s.k.name }
+
+func (s suiteKind[T]) example(n int) (T, error) {
+	r, errs := s.k.example(n)
+	if errs != nil {
+		return r, fmt.Errorf("the %s example %d is not valid: %v", s.k.noun, n, errs)
+	}
+	return r, nil
+}
+
+func (s suiteKind[T]) Create(ctx context.Context, st *Store, n int) (int64, int64, error) {
+	r, err := s.example(n)
+	if err != nil {
+		return 0, 0, err
+	}
+	rec, err := createRecord(ctx, st, s.k, r)
+	if err != nil {
+		return 0, 0, err
+	}
+	m := s.k.meta(rec)
+	return *m.ID, *m.Version, nil
+}
+
+func (s suiteKind[T]) Holds(ctx context.Context, st *Store, id int64, n int) (int64, bool, error) {
+	rec, err := getRecord(ctx, st, st.rdb, s.k, id)
+	if err != nil {
+		return 0, false, err
+	}
+	want, err := s.example(n)
+	if err != nil {
+		return 0, false, err
+	}
+	*s.k.meta(&want).ID, *s.k.meta(&want).Version = id, s.k.version(rec)
+	*s.k.meta(&want).CreatedAt, *s.k.meta(&want).UpdatedAt = *s.k.meta(rec).CreatedAt, *s.k.meta(rec).UpdatedAt
+	return s.k.version(rec), s.k.same(rec, &want), nil
+}
+
+func (s suiteKind[T]) Change(ctx context.Context, st *Store, id int64, n int, ifMatch, version int64) (int64, error) {
+	var v *int64
+	if version != 0 {
+		v = &version
+	}
+	rec, err := updateRecord(ctx, st, s.k, id, ifMatch, v, func(cur *T) (T, map[string]string) {
+		next, errs := s.k.example(n)
+		m, c := s.k.meta(&next), s.k.meta(cur)
+		*m.ID, *m.Version, *m.CreatedAt, *m.UpdatedAt = *c.ID, *c.Version, *c.CreatedAt, *c.UpdatedAt
+		return next, errs
+	})
+	if err != nil {
+		return 0, err
+	}
+	return s.k.version(rec), nil
+}
+
+func (s suiteKind[T]) Delete(ctx context.Context, st *Store, id, ifMatch, version int64) error {
+	return deleteRecord(ctx, st, s.k, id, ifMatch, version)
+}

@@ -80,6 +80,11 @@ type kind[T any] struct {
 	// seed, when set, writes the kind's demo records into an empty store
 	// (Seed runs it before the demo orders).
 	seed func(s *Store, ctx context.Context) error
+	// example is a valid record as a create of it stores it, another for
+	// each n (its unique values differ with n), and the validation's
+	// messages if it is not valid: the shared store tests write it to
+	// every kind of the registry.
+	example func(n int) (T, map[string]string)
 }
 
 // recordMeta points at the fields every record has.

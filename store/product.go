@@ -264,6 +264,10 @@ var productKind = register(&kind[Product]{
 		return &Error{Code: EINVALID, Message: "the product has invalid values",
 			Fields: map[string]string{"sku": "is already the SKU of product " + strconv.FormatInt(owner, 10)}}
 	},
+	example: func(n int) (Product, map[string]string) {
+		sku, name, price := "SKU-"+strconv.Itoa(n), "Product "+strconv.Itoa(n), "1.50"
+		return applyProduct(nil, ProductInput{SKU: &sku, Name: &name, UnitPrice: &price})
+	},
 })
 
 // The demo catalogue (seed.go) is written through CreateProduct, which

@@ -502,6 +502,11 @@ var orders = register(&kind[Order]{
 		return keys
 	},
 	indexPattern: (*Store).termPattern,
+	example: func(n int) (Order, map[string]string) {
+		customer := "Customer " + strconv.Itoa(n)
+		return apply(nil, OrderInput{Customer: &customer, HasItems: true,
+			Items: []ItemInput{{Name: "Widget", Quantity: "2", UnitPrice: "1.50"}}})
+	},
 })
 
 // newestOrderID is the highest id in the created indexes.
