@@ -144,8 +144,8 @@ func TestAccessibility(t *testing.T) {
 		}
 	}
 	pages := []string{
-		"/orders", "/orders?q=a", "/orders?q=zzzz", "/orders?status=shipped", "/orders?page=99",
-		"/orders?per_page=2&page=2", "/orders/new", "/orders/" + a, "/orders/" + s, "/orders/" + c,
+		"/orders?q=a", "/orders?q=zzzz", "/orders?status=shipped", "/orders?page=99",
+		"/orders?per_page=2&page=2", "/orders/" + a, "/orders/" + s, "/orders/" + c,
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit", "/orders/inquiry", "/orders/inquiry?q=zzzz",
 		"/orders/99999",
 		// Sorted, paged with page numbers, filtered by dates, an
@@ -155,14 +155,19 @@ func TestAccessibility(t *testing.T) {
 		// Delete's confirmation page (no JavaScript's way to delete).
 		"/orders/" + a + "?confirm=delete",
 		// The product catalogue's pages in the same states.
-		"/products", "/products?q=gel", "/products?q=zzzz", "/products?active=false", "/products?sort=-name&per_page=2&page=2",
-		"/products/new", "/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
+		"/products?q=gel", "/products?q=zzzz", "/products?active=false", "/products?sort=-name&per_page=2&page=2",
+		"/products/" + mug, "/products/" + inactive, "/products/" + mug + "/edit", "/products/" + mug + "?confirm=delete",
 		"/products/99999",
 	}
 	// A record's page whose timeline holds notes and changes,
 	// its history (a page, the older page), a deleted order's history, a
 	// product's.
 	pages = append(pages, hist.pages()...)
+	// Every registered resource's List, New form, record, Edit form,
+	// history and delete confirmation.
+	for _, p := range registryPages(t, e.base) {
+		pages = append(pages, p.path)
+	}
 	for _, scheme := range []string{"light", "dark"} {
 		e.colorScheme(t, scheme)
 		for _, p := range pages {

@@ -237,13 +237,11 @@ func TestHTMLValid(t *testing.T) {
 	d := &htmlDocs{t: t, base: base, dir: t.TempDir(), src: map[string]string{}}
 	// Full pages, and the same addresses as htmx fragments (their main part).
 	gets := []struct{ name, path string }{
-		{"list", "/orders"},
 		{"list-search", "/orders?q=a"},
 		{"list-search-none", "/orders?q=zzzz"},
 		{"list-shipped", "/orders?status=shipped"},
 		{"list-page-99", "/orders?page=99"},
 		{"list-paged", "/orders?per_page=2&page=2"},
-		{"new", "/orders/new"},
 		{"new-add-row", "/orders/new?customer=Al&currency=USD&items=&items%5B0%5D%5Bname%5D=Pen&add_row=1"},
 		{"show-pending", "/orders/" + a},
 		{"show-shipped", "/orders/" + s},
@@ -259,6 +257,11 @@ func TestHTMLValid(t *testing.T) {
 		{"list-dates", "/orders?from=2000-01-01&to=2999-12-31&q=a&sort=-updated"},
 		{"list-empty-range", "/orders?from=2025-02-01&to=2025-01-01"},
 		{"inquiry-sorted", "/orders/inquiry?sort=customer&per_page=2&page=2"},
+	}
+	// Every registered resource's List, New form, record, Edit form,
+	// history and delete confirmation.
+	for _, p := range registryPages(t, base) {
+		gets = append(gets, struct{ name, path string }{p.name, p.path})
 	}
 	for _, g := range gets {
 		d.fetch(g.name, hreq{method: "GET", path: g.path, want: 200})
@@ -363,12 +366,10 @@ func TestHTMLValid(t *testing.T) {
 	mug, capID, gonePID := pid(cat.mug), pid(cat.cap), pid(cat.old)
 	mugRow := "tr#product-row-" + mug
 	for _, g := range []struct{ name, path string }{
-		{"products", "/products"},
 		{"products-search", "/products?q=gel"},
 		{"products-search-none", "/products?q=zzzz"},
 		{"products-inactive", "/products?active=false"},
 		{"products-sorted-paged", "/products?sort=-name&per_page=2&page=2"},
-		{"product-new", "/products/new"},
 		{"product-show", "/products/" + mug},
 		{"product-show-inactive", "/products/" + capID},
 		{"product-edit", "/products/" + mug + "/edit"},

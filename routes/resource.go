@@ -377,3 +377,25 @@ func (r *resource) notModifiedAt(c *fiber.Ctx, id, version int64, head string) b
 	}
 	return false
 }
+
+// Registered is a registered resource as code outside this package sees
+// it: the browser tests walk the registration list through Resources.
+type Registered struct {
+	// Plural names the collection; Path and NewPath are the collection's
+	// and its New form's paths.
+	Plural, Path, NewPath string
+	// MemberPath, EditPath and HistoryPath are a member's paths.
+	MemberPath, EditPath, HistoryPath func(id int64) string
+	// Example is the JSON body of a valid create, another record for each n.
+	Example func(n int) map[string]any
+}
+
+// Resources are the registered resources, in the registration list's order.
+func Resources() []Registered {
+	out := make([]Registered, 0, len(resources))
+	for _, r := range resources {
+		out = append(out, Registered{Plural: r.Plural, Path: r.Path(), NewPath: r.NewPath(),
+			MemberPath: r.MemberPath, EditPath: r.EditPath, HistoryPath: r.HistoryPath, Example: r.Example.Create})
+	}
+	return out
+}
