@@ -27,7 +27,8 @@ package routes
 //     {{.R.MemberPath .ID}}, {{.R.RowID .ID}}, #{{.R.ResultsID}},
 //     {{.R.ChangedEvent}}. The layout's ids come from template funcs
 //     ({{mainID}}, {{noticeID}}, {{alertID}}), the same for every resource;
-//   - one registration in New: registerResource(app, desc, handlers).
+//   - one registration in New: registerResource(app, desc, handlers);
+//   - its Example, from which the shared test suites write to it.
 //
 // What it gets for free:
 //
