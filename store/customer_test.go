@@ -6,6 +6,8 @@ import (
 )
 
 
+func ptr[T any](v T) *T { return &v }
+
 func TestACustomerNeedsANameAndNothingElse(t *testing.T) {
 	c, errs := applyCustomer(nil, CustomerInput{Name: ptr("  Ada Lovelace ")})
 	if errs != nil {
