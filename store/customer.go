@@ -1,9 +1,14 @@
 package store
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"net/mail"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/text/language"
 )
@@ -13,6 +18,18 @@ import (
 // when given, is unique regardless of case. What a customer has ordered
 // (how many orders, the last one, the totals per currency) is derived from
 // its orders, never typed.
+//
+// Every customer key carries the hash tag {c}, so a customer, its index
+// entries and its email claim change in one transaction on a Cluster too.
+//
+// Keys (with the store's prefix):
+//
+//	c:{c}:<id>                 hash: n name, e email, ph phone, co company, l1 l2 ci re pc cy address, no notes, v, ca, ua (empty values absent)
+//	seq:{c}                    the id counter
+//	cu:{c}:email:<email lower> the id that holds the email
+//	cx:{c}:created             by created time, score timeScore, member the id
+//	cx:{c}:name                by name, member "name NUL inverted-id" (lex)
+//	cx:{c}:w:<c>, cx:{c}:w:<c>:<L> search terms (the words of the name and the company, the email, the phone's digits) and their dup sets, as orders' (search.go)
 
 // Customer limits.
 const (
@@ -194,4 +211,193 @@ func CustomerDigits(phone string) string {
 		}
 	}
 	return b.String()
+}
+
+// Customer hash fields.
+const (
+	cfName    = "n"
+	cfEmail   = "e"
+	cfPhone   = "ph"
+	cfCompany = "co"
+	cfLine1   = "l1"
+	cfLine2   = "l2"
+	cfCity    = "ci"
+	cfRegion  = "re"
+	cfPostal  = "pc"
+	cfCountry = "cy"
+	cfNotes   = "no"
+	cfVersion = "v"
+	cfCreated = "ca"
+	cfUpdated = "ua"
+)
+
+// customerText are the customer's text values by hash field.
+func customerText(c *Customer) [][2]any {
+	a := &c.Address
+	return [][2]any{{cfName, &c.Name}, {cfEmail, &c.Email}, {cfPhone, &c.Phone}, {cfCompany, &c.Company},
+		{cfLine1, &a.Line1}, {cfLine2, &a.Line2}, {cfCity, &a.City}, {cfRegion, &a.Region},
+		{cfPostal, &a.PostalCode}, {cfCountry, &a.Country}, {cfNotes, &c.Notes}}
+}
+
+func encodeCustomer(c *Customer) []any {
+	args := []any{cfVersion, c.Version, cfCreated, c.CreatedAt.Unix(), cfUpdated, c.UpdatedAt.Unix()}
+	for _, f := range customerText(c) {
+		if v := *f[1].(*string); v != "" {
+			args = append(args, f[0], v)
+		}
+	}
+	return args
+}
+
+func decodeCustomer(id int64, h map[string]string) (*Customer, bool) {
+	if len(h) == 0 {
+		return nil, false
+	}
+	c := &Customer{ID: id}
+	for _, f := range customerText(c) {
+		*f[1].(*string) = h[f[0].(string)]
+	}
+	v, err1 := strconv.ParseInt(h[cfVersion], 10, 64)
+	ca, err2 := strconv.ParseInt(h[cfCreated], 10, 64)
+	ua, err3 := strconv.ParseInt(h[cfUpdated], 10, 64)
+	if errors.Join(err1, err2, err3) != nil || c.Name == "" || v < 1 {
+		return nil, false
+	}
+	c.Version = v
+	c.CreatedAt, c.UpdatedAt = time.Unix(ca, 0).UTC(), time.Unix(ua, 0).UTC()
+	return c, true
+}
+
+// customerIndex names a customer index ("created", "name", "w").
+func (s *Store) customerIndex(ix string) string { return s.prefix + "cx:{c}:" + ix }
+
+// customerTermSet and customerDupSet name the search sets for the terms
+// that start like t.
+func (s *Store) customerTermSet(t string) string {
+	_, n := utf8.DecodeRuneInString(t)
+	return s.customerIndex("w") + ":" + t[:n]
+}
+
+func (s *Store) customerDupSet(t string, depth int) string {
+	return s.customerTermSet(t) + ":" + strconv.Itoa(depth)
+}
+
+// customerTerms are the search terms of c: the words of its name and its
+// company, its email and its phone's digits, folded.
+func customerTerms(c *Customer) []string {
+	terms := append(wordsOf(foldTerm(c.Name)), wordsOf(foldTerm(c.Company))...)
+	if c.Email != "" {
+		terms = append(terms, foldTerm(c.Email))
+	}
+	if d := CustomerDigits(c.Phone); d != "" {
+		terms = append(terms, d)
+	}
+	return distinctTerms(terms)
+}
+
+func (s *Store) customerEntries(c *Customer) []ixEntry {
+	out := []ixEntry{
+		{s.customerIndex("created"), strconv.FormatInt(c.ID, 10), timeScore(c.CreatedAt, c.ID)},
+		{s.customerIndex("name"), nameMember(c.Name, c.ID), 0},
+	}
+	return appendTermEntries(out, customerTerms(c), c.ID, s.customerTermSet, s.customerDupSet)
+}
+
+// emailClaim is the key that holds an email for one customer.
+func (s *Store) emailClaim(email string) string {
+	return s.prefix + "cu:{c}:email:" + strings.ToLower(email)
+}
+
+// CustomerEvents names the customers' event feed (Store.Feed).
+const CustomerEvents = "c"
+
+// customerKind is how customers are stored.
+var customerKind = register(&kind[Customer]{
+	name:           CustomerEvents,
+	noun:           "customer",
+	seq:            "seq:{c}",
+	slot:           "c",
+	versionField:   cfVersion,
+	decode:         decodeCustomer,
+	encode:         encodeCustomer,
+	meta:           func(c *Customer) recordMeta { return recordMeta{&c.ID, &c.Version, &c.CreatedAt, &c.UpdatedAt} },
+	same:           func(a, b *Customer) bool { return *a == *b },
+	entries:        (*Store).customerEntries,
+	deleteConflict: "someone else changed this customer; review the current values",
+	fields: []recordField[Customer]{
+		{"name", func(c *Customer) any { return c.Name }},
+		{"email", func(c *Customer) any { return c.Email }},
+		{"phone", func(c *Customer) any { return c.Phone }},
+		{"company", func(c *Customer) any { return c.Company }},
+		{"address.line1", func(c *Customer) any { return c.Address.Line1 }},
+		{"address.line2", func(c *Customer) any { return c.Address.Line2 }},
+		{"address.city", func(c *Customer) any { return c.Address.City }},
+		{"address.region", func(c *Customer) any { return c.Address.Region }},
+		{"address.postal_code", func(c *Customer) any { return c.Address.PostalCode }},
+		{"address.country", func(c *Customer) any { return c.Address.Country }},
+		{"notes", func(c *Customer) any { return c.Notes }},
+	},
+	event: func(c *Customer) []byte {
+		b, _ := json.Marshal(struct {
+			ID      int64 `json:"id"`
+			Version int64 `json:"version"`
+		}{c.ID, c.Version})
+		return b
+	},
+	indexes: func(s *Store) []indexKey {
+		return []indexKey{{s.customerIndex("created"), func(m string) (int64, bool) { return ParseID(m) }},
+			{s.customerIndex("name"), memberID}}
+	},
+	indexPattern: func(s *Store) string { return globEscape(s.customerIndex("w")) + "*" },
+	claims: func(s *Store, c *Customer) []string {
+		if c.Email == "" {
+			return nil
+		}
+		return []string{s.emailClaim(c.Email)}
+	},
+	claimTaken: func(c *Customer, _ string, owner int64) error {
+		return &Error{Code: EINVALID, Message: "the customer has invalid values",
+			Fields: map[string]string{"email": "is already the email of customer " + strconv.FormatInt(owner, 10)}}
+	},
+})
+
+// GetCustomer reads one customer.
+func (s *Store) GetCustomer(ctx context.Context, id int64) (*Customer, error) {
+	c, err := getRecord(ctx, s, s.rdb, customerKind, id)
+	return c, wrap(err)
+}
+
+// CreateCustomer validates in and stores it as a new customer with a
+// fresh id. An email another customer has (case aside) is a field error
+// naming it.
+func (s *Store) CreateCustomer(ctx context.Context, in CustomerInput) (*Customer, error) {
+	c, errs := applyCustomer(nil, in)
+	if errs != nil {
+		return nil, customerKind.invalid(errs, nil)
+	}
+	return createRecord(ctx, s, customerKind, c)
+}
+
+// UpdateCustomer applies in to customer id, with the same version checks
+// as every record; a change that changes nothing keeps the version.
+func (s *Store) UpdateCustomer(ctx context.Context, id int64, in CustomerInput, ifMatch int64) (*Customer, error) {
+	return updateRecord(ctx, s, customerKind, id, ifMatch, in.Version, func(cur *Customer) (Customer, map[string]string) {
+		return applyCustomer(cur, in)
+	})
+}
+
+// DeleteCustomer removes customer id (its email is free again).
+func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error {
+	return deleteRecord(ctx, s, customerKind, id, ifMatch, version)
+}
+
+// CustomerHistory is a page of customer id's history, newest first,
+// before the entry named by cursor ("": from the newest); perPage 0 is 25.
+func (s *Store) CustomerHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
+	return historyOf(ctx, s, customerKind, id, cursor, perPage)
+}
+
+// AddCustomerNote appends a note to customer id's history.
+func (s *Store) AddCustomerNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
+	return noteOn(ctx, s, customerKind, id, note)
 }

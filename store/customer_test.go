@@ -5,7 +5,6 @@ import (
 	"testing"
 )
 
-
 func ptr[T any](v T) *T { return &v }
 
 func TestACustomerNeedsANameAndNothingElse(t *testing.T) {
