@@ -92,9 +92,19 @@ func customerMembers(s *store.Store) *members[store.Customer, store.CustomerInpu
 // customerMember is the customer's recordStore and memberPages.
 type customerMember struct{ s *store.Store }
 
+// get reads the customer with its newest orders, which its page lists.
 func (m customerMember) get(ctx context.Context, id int64) (*store.Customer, error) {
-	return m.s.GetCustomer(ctx, id)
+	c, err := m.s.GetCustomer(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	recent, err := m.s.CustomerOrders(ctx, id, 1, recentOrders)
+	c.Recent = recent.Orders
+	return c, err
 }
+
+// recentOrders is how many of a customer's orders its page lists.
+const recentOrders = 10
 
 func (m customerMember) create(ctx context.Context, in store.CustomerInput) (*store.Customer, error) {
 	return m.s.CreateCustomer(ctx, in)
@@ -137,7 +147,9 @@ func (customerMember) conflict(cur *store.Customer, in store.CustomerInput, row 
 }
 
 // listCustomers is GET /customers: the List, its results alone for an
-// htmx swap, or JSON ({"customers": [...], page...}).
+// htmx swap, or JSON ({"customers": [...], page...}); the customer picker
+// of the order forms asks it for ?q=…&per_page=10&picker=1 and gets the
+// options of its listbox.
 func listCustomers(s *store.Store) handler {
 	return func(c *fiber.Ctx, rp repr) (*response, error) {
 		paging, err := parsePaging(c)
@@ -160,7 +172,12 @@ func listCustomers(s *store.Store) handler {
 			strings.TrimSpace(c.Query("sort")) != "",
 			listResult{Rows: page.Customers, N: len(page.Customers), Page: page.Page, PerPage: page.PerPage,
 				Total: page.Total, TotalIsLowerBound: page.TotalIsLowerBound, MatchOrder: page.MatchOrder})
-		return customerResource.listResponse(c, rp, "list", customerResource.Plural, l, page.Customers), nil
+		out := customerResource.listResponse(c, rp, "list", customerResource.Plural, l, page.Customers)
+		if rp == reprFragment && c.Query("picker") != "" {
+			// The order forms' customer picker asks for its options alone.
+			out.Partial = customerResource.Partial("picker")
+		}
+		return out, nil
 	}
 }
 

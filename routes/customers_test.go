@@ -196,3 +196,62 @@ func TestCustomerListQuery(t *testing.T) {
 		a.get(t, "/customers?q=lovelace", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Ada Lovelace").WantLacks(t, "Grace Hopper")
 	})
 }
+
+// TestOrdersLinkToCustomers: an order's customer_id (JSON and form) names
+// a stored customer or is a 422; the order page links its customer; the
+// customer's page lists its orders, newest first, with the count and the
+// totals; a customer with orders is not deleted (409 saying how many);
+// the order form's customer picker gets customers as options.
+func TestOrdersLinkToCustomers(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace", "email": "ada@example.com"})
+		cid := itoa(ada.ID)
+		var o struct {
+			ID         int64  `json:"id"`
+			CustomerID *int64 `json:"customer_id"`
+		}
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+			"items": []any{item("Widget", 2, "1.50")}}), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
+		if o.CustomerID == nil || *o.CustomerID != ada.ID {
+			t.Errorf("created an order with customer_id %v, want %d", o.CustomerID, ada.ID)
+		}
+		r := a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Ada L.", "customer_id", cid,
+			"items[0][name]", "Gear", "items[0][quantity]", "1", "items[0][unit_price]", "9.99"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
+		second := r.Header.Get("Location")
+		r = a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "X", "customer_id": 999}), testutil.HJSON).
+			WantStatus(t, http.StatusUnprocessableEntity)
+		if errs, _ := r.Object(t)["errors"].(map[string]any); !strings.Contains(fmt.Sprint(errs["customer_id"]), "no customer 999") {
+			t.Errorf("%s: errors %v, want customer_id naming no customer", r.What, errs)
+		}
+		a.get(t, second, testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `<a href="`+customerResource.MemberPath(ada.ID)+`">Ada L.</a>`)
+		// The edit form keeps the link; free text without it unlinks.
+		a.get(t, orderResource.EditPath(o.ID), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `name="customer_id" value="`+cid+`"`)
+		a.get(t, customerResource.MemberPath(ada.ID), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, "2 orders, the last on", "Lifetime totals (cancelled orders aside): 12.99 USD", "Order "+itoa(o.ID))
+		var c struct {
+			OrderCount  int64               `json:"order_count"`
+			LastOrderAt *string             `json:"last_order_at"`
+			Totals      []map[string]string `json:"totals"`
+		}
+		a.get(t, customerResource.MemberPath(ada.ID), testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		if c.OrderCount != 2 || c.LastOrderAt == nil || len(c.Totals) != 1 || c.Totals[0]["total"] != "12.99" {
+			t.Errorf("the customer's JSON: %+v", c)
+		}
+		r = a.do(t, http.MethodDelete, customerResource.MemberPath(ada.ID), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusConflict)
+		if msg, _ := r.Object(t)["error"].(string); !strings.Contains(msg, "has 2 orders") {
+			t.Errorf("%s: %q, want it to say 2 orders", r.What, msg)
+		}
+		a.do(t, http.MethodPut, orderResource.MemberPath(o.ID), testutil.JSON(map[string]any{"customer_id": ""}), testutil.HJSON).
+			WantStatus(t, http.StatusOK)
+		a.get(t, customerResource.MemberPath(ada.ID), testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		if c.OrderCount != 1 {
+			t.Errorf("after unlinking an order: %d orders, want 1", c.OrderCount)
+		}
+		a.get(t, "/customers?q=lovel&per_page=10&picker=1", testutil.HHX).WantStatus(t, http.StatusOK).
+			WantContains(t, `role="option"`, `data-id="`+cid+`"`, `data-email="ada@example.com"`)
+		a.get(t, orderResource.NewPath(), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `data-product-picker="/customers"`, `data-product-field="id" data-picker-link`)
+	})
+}

@@ -246,7 +246,11 @@ func (d *apiDoc) inputSchema(fs []apiField, record reflect.Type, create bool) ob
 func (d *apiDoc) fieldSchema(f apiField, record reflect.Type) obj {
 	switch f.Kind {
 	case kindNumber:
-		return obj{"type": []string{"integer", "string", "null"}, "pattern": `^\s*[0-9]+\s*$`, "description": "a whole number, or its digits as a string"}
+		pattern := `^\s*[0-9]+\s*$`
+		if f.Pattern != "" {
+			pattern = `^\s*(?:` + f.Pattern + `)\s*$`
+		}
+		return obj{"type": []string{"integer", "string", "null"}, "pattern": pattern, "description": "a whole number, or its digits as a string"}
 	case kindMoney:
 		return obj{"type": []string{"string", "number", "null"}, "pattern": moneyInPattern, "minimum": 0,
 			"description": `an amount: a decimal string with at most two decimals ("19.99")`}

@@ -188,7 +188,8 @@ func (s *Store) customerTermCount(ctx context.Context, t string) (int64, error) 
 }
 
 // loadCustomers reads customers in one pipelined round trip, in order,
-// without those missing or refused by keep.
+// without those missing or refused by keep, then their order counts and
+// last orders in another.
 func (s *Store) loadCustomers(ctx context.Context, ids []int64, keep func(*Customer) bool) ([]Customer, error) {
 	out := make([]Customer, 0, len(ids))
 	if len(ids) == 0 {
@@ -209,5 +210,9 @@ func (s *Store) loadCustomers(ctx context.Context, ids []int64, keep func(*Custo
 			out = append(out, *p)
 		}
 	}
-	return out, nil
+	cs := make([]*Customer, len(out))
+	for i := range out {
+		cs[i] = &out[i]
+	}
+	return out, s.orderFacts(ctx, cs)
 }

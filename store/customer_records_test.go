@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"orders/store"
 	"orders/testutil"
@@ -33,7 +35,7 @@ func TestCustomerLifecycle(t *testing.T) {
 			if c.ID != 1 || c.Name != "Ada Lovelace" || c.Address.Country != "GB" || c.Version != 1 {
 				t.Errorf("created %+v", c)
 			}
-			if got, err := f.s.GetCustomer(ctx, c.ID); err != nil || *got != *c {
+			if got, err := f.s.GetCustomer(ctx, c.ID); err != nil || !reflect.DeepEqual(got, c) {
 				t.Errorf("GetCustomer: %+v, %v; want %+v", got, err, c)
 			}
 			_, err = f.s.CreateCustomer(ctx, store.CustomerInput{Name: ptr("Other"), Email: ptr("ada@example.COM")})
@@ -240,6 +242,138 @@ func TestCustomerListSearchesAndSorts(t *testing.T) {
 			}
 			if !slices.Equal(got, w) {
 				t.Errorf("q=ada lovelace: %v, want %v", got, w)
+			}
+		})
+	}
+}
+
+// TestOrdersLinkToCustomers: an order names an existing customer or none;
+// the customer's orders come newest first, page by page, with the count,
+// the last order and the totals per currency (cancelled orders aside); a
+// customer with orders is not deleted; moving an order moves its entry.
+func TestOrdersLinkToCustomers(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			ada, err := f.s.CreateCustomer(ctx, store.CustomerInput{Name: ptr("Ada")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, err := f.s.CreateCustomer(ctx, store.CustomerInput{Name: ptr("Bob")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			item := func(price string) []store.ItemInput {
+				return []store.ItemInput{{Name: "Widget", Quantity: "2", UnitPrice: price}}
+			}
+			if _, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Nobody"), CustomerID: ptr("99")}); store.ErrorCode(err) != store.EINVALID ||
+				!strings.Contains(err.(*store.Error).Fields["customer_id"], "no customer 99") {
+				t.Errorf("an order for customer 99: %v, want errors.customer_id", err)
+			}
+			if _, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada"), CustomerID: ptr("x")}); store.ErrorCode(err) != store.EINVALID {
+				t.Errorf("customer_id x: %v, want EINVALID", err)
+			}
+			var ids []int64
+			for i := range 7 {
+				in := store.OrderInput{Customer: ptr("Ada"), CustomerID: ptr(fmt.Sprint(ada.ID)), Items: item("1.50"), HasItems: true}
+				if i == 3 {
+					in.Currency = ptr("EUR")
+				}
+				o, err := f.s.CreateOrder(ctx, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.CustomerID != ada.ID {
+					t.Fatalf("created %+v, want customer_id %d", o, ada.ID)
+				}
+				ids = append(ids, o.ID)
+				f.clock.unix.Add(3600)
+			}
+			if _, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Walk-in")}); err != nil {
+				t.Errorf("an order without a customer: %v", err)
+			}
+			if _, err := f.s.UpdateOrder(ctx, ids[0], store.OrderInput{Status: ptr("cancelled")}, 0); err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.s.UpdateOrder(ctx, ids[1], store.OrderInput{CustomerID: ptr("98")}, 0)
+			if e, ok := err.(*store.Error); !ok || e.Code != store.EINVALID || e.Current == nil {
+				t.Errorf("moving an order to customer 98: %v, want EINVALID with the stored order", err)
+			}
+			if _, err := f.s.UpdateOrder(ctx, ids[6], store.OrderInput{CustomerID: ptr(fmt.Sprint(bob.ID))}, 0); err != nil {
+				t.Fatal(err)
+			}
+			c, err := f.s.GetCustomer(ctx, ada.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(5 * time.Hour)
+			wantTotals := []store.CurrencyTotal{{Currency: "EUR", Total: 300}, {Currency: "USD", Total: 1200}}
+			if c.OrderCount != 6 || c.LastOrderAt == nil || !c.LastOrderAt.Equal(last) || !reflect.DeepEqual(c.Totals, wantTotals) {
+				t.Errorf("Ada: %d orders, last %v, totals %v; want 6, %v, %v", c.OrderCount, c.LastOrderAt, c.Totals, last, wantTotals)
+			}
+			var got []int64
+			for page := 1; page <= 3; page++ {
+				p, err := f.s.CustomerOrders(ctx, ada.ID, page, 4)
+				if err != nil || p.Total != 6 {
+					t.Fatalf("page %d: %+v, %v", page, p, err)
+				}
+				for _, o := range p.Orders {
+					got = append(got, o.ID)
+				}
+			}
+			if want := []int64{ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(got, want) {
+				t.Errorf("Ada's orders: %v, want %v", got, want)
+			}
+			err = f.s.DeleteCustomer(ctx, ada.ID, 0, 0)
+			if store.ErrorCode(err) != store.ECONFLICT || !strings.Contains(err.Error(), "has 6 orders") {
+				t.Errorf("deleting a customer with orders: %v, want ECONFLICT saying 6 orders", err)
+			}
+			for _, id := range ids[:6] {
+				if err := f.s.DeleteOrder(ctx, id, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.s.DeleteCustomer(ctx, ada.ID, 0, 0); err != nil {
+				t.Errorf("deleting a customer whose orders are gone: %v", err)
+			}
+			if r, err := f.s.Repair(ctx, false); err != nil || r.Problems() != 0 {
+				t.Errorf("Repair: %v, %v", r, err)
+			}
+		})
+	}
+}
+
+// TestSeedMakesCustomersAndLinksTheDemoOrders: every demo name is a
+// customer, and each demo order links the customer of its name.
+func TestSeedMakesCustomersAndLinksTheDemoOrders(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			if _, err := f.s.Seed(ctx, 40, nil); err != nil {
+				t.Fatal(err)
+			}
+			cs, err := f.s.ListCustomers(ctx, store.CustomerQuery{PerPage: 1})
+			if err != nil || cs.Total < 100 {
+				t.Fatalf("customers after the seed: %d, %v; want every demo name", cs.Total, err)
+			}
+			os, err := f.s.ListOrders(ctx, store.OrderQuery{PerPage: 40})
+			if err != nil || len(os.Orders) != 40 {
+				t.Fatalf("orders: %d, %v", len(os.Orders), err)
+			}
+			for _, o := range os.Orders[:5] {
+				full, err := f.s.GetOrder(ctx, o.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := f.s.GetCustomer(ctx, full.CustomerID)
+				if err != nil || c.Name != full.Customer || c.OrderCount < 1 {
+					t.Errorf("order %d (%s) links customer %d: %+v, %v", o.ID, full.Customer, full.CustomerID, c, err)
+				}
+			}
+			if r, err := f.s.Repair(ctx, false); err != nil || r.Problems() != 0 {
+				t.Errorf("Repair: %v, %v", r, err)
 			}
 		})
 	}
