@@ -181,27 +181,13 @@ func listCustomers(s *store.Store) handler {
 	}
 }
 
-// customerForm is the customer's New and Edit form, and its List row's
+// newCustomerForm is the customer's New and Edit form, and its List row's
 // inline form.
-type customerForm struct {
-	formState[store.CustomerInput]
-	R        *resource
-	New      bool
-	ID       int64
-	Action   string
-	Version  int64
-	Conflict *conflictView
-}
-
-func newCustomerForm(c *store.Customer) *customerForm {
-	f := &customerForm{R: customerResource, New: c == nil, Action: customerResource.Path()}
-	f.fields = customerFields
-	if c != nil {
-		f.ID, f.Version = c.ID, c.Version
-		f.Action = customerResource.MemberPath(c.ID)
-		f.values = customerInput(c)
+func newCustomerForm(c *store.Customer) *recordForm[store.CustomerInput] {
+	if c == nil {
+		return newRecordForm(customerResource, customerFields, store.CustomerInput{}, 0, 0, customerMember{}.inVersion)
 	}
-	return f
+	return newRecordForm(customerResource, customerFields, customerInput(c), c.ID, c.Version, customerMember{}.inVersion)
 }
 
 // customerInput is a stored customer as the request that would set every
@@ -213,29 +199,3 @@ func customerInput(c *store.Customer) store.CustomerInput {
 		Notes: text(c.Notes), Address: store.AddressInput{Line1: text(a.Line1), Line2: text(a.Line2), City: text(a.City),
 			Region: text(a.Region), PostalCode: text(a.PostalCode), Country: text(a.Country)}}
 }
-
-// Field is the view of a field of the New or Edit form.
-func (f *customerForm) Field(name string) fieldView { return f.field(name, "") }
-
-// RowField is the view of a field of a list row's inline form.
-func (f *customerForm) RowField(name string) fieldView {
-	v := f.field(name, "row-"+strconv.FormatInt(f.ID, 10)+"-")
-	v.Compact = true
-	return v
-}
-
-func (f *customerForm) fill(in store.CustomerInput) {
-	f.formState.fill(in)
-	if in.Version != nil {
-		f.Version = *in.Version
-	}
-}
-
-func (f *customerForm) setErrors(errs map[string]string) { f.Errors = errs }
-
-func (f *customerForm) setConflict(c *conflictView, version int64) {
-	f.Conflict, f.Version = c, version
-}
-
-// prefill: the customer form has no button that shows it again changed.
-func (f *customerForm) prefill(*fiber.Ctx) {}
