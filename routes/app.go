@@ -312,7 +312,17 @@ var funcs = template.FuncMap{
 	"statuses": func() []store.Status { return store.Statuses },
 	"mainID":   func() string { return mainID },
 	// home is the resource "/" leads to; nav is the site's navigation.
-	"home":     func() *resource { return resources[0] },
+	"home": func() *resource { return resources[0] },
+	// memberPath is the path of a member of another resource (an order's
+	// customer), by its plural.
+	"memberPath": func(plural string, id int64) string {
+		for _, r := range resources {
+			if r.Plural == plural {
+				return r.MemberPath(id)
+			}
+		}
+		return ""
+	},
 	"nav":      navEntries,
 	"noticeID": func() string { return noticeID },
 	"alertID":  func() string { return alertID },

@@ -74,10 +74,15 @@ func (in *orderIn) rows() []itemRow {
 // name in forms and JSON, in the order the forms show them. The limits are
 // the store's.
 var orderFields = fields[orderIn]{
-	{Name: "customer", Label: "Customer", Max: store.MaxCustomer, UI: control{Required: true},
+	// Typing in the customer suggests customers; choosing one copies its
+	// name and email and links the order to it (customer_id). Typing on
+	// after that unlinks it: the text is the order's own.
+	{Name: "customer", Label: "Customer", Max: store.MaxCustomer, UI: control{Required: true, FromProduct: "name", Suggest: customerResource.Path()},
 		text: func(in *orderIn) **string { return &in.Customer }},
-	{Name: "email", Label: "Email", Max: store.MaxEmail, UI: control{Type: "email", Optional: true, Class: "field-email"},
+	{Name: "email", Label: "Email", Max: store.MaxEmail, UI: control{Type: "email", Optional: true, Class: "field-email", FromProduct: "email"},
 		text: func(in *orderIn) **string { return &in.Email }},
+	{Name: "customer_id", Label: "Customer number", Kind: kindNumber, UI: control{Pattern: "[0-9]*"}, // "": no customer
+		text: func(in *orderIn) **string { return &in.CustomerID }},
 	{Name: "status", Label: "Status", HistoryFirst: true, UI: control{Tag: "select", OwnSentence: true},
 		text: func(in *orderIn) **string { return &in.Status }},
 	{Name: "currency", Label: "Currency", Max: store.CurrencyLen,

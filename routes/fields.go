@@ -74,7 +74,9 @@ func parseVersion(s string) (int64, error) {
 
 // field is one field of a resource whose input is a T.
 type field[T any] struct {
-	// Name is the form key, the JSON name and the error key.
+	// Name is the form key, the JSON name and the error key. A dotted name
+	// ("address.city") is a member of a JSON object ({"address": {"city":
+	// ...}}); forms and errors use the dotted name.
 	Name string
 	// Label names the field's control; a message is shown after it
 	// ("Customer is required").
@@ -341,6 +343,51 @@ func (fs fields[T]) fromJSON(dst *T, obj json.RawMessage, path string) error {
 		}
 		if f := fs.byJSONName(name); f != nil {
 			if err := f.fromJSON(dst, bytes.TrimSpace(raw), path); err != nil {
+				return err
+			}
+		} else if group := fs.group(name); group != "" {
+			if err := fs.groupFromJSON(dst, group, bytes.TrimSpace(raw), path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// group returns the object name a JSON member names when the table has
+// dotted fields under it ("address" for address.city), ignoring case as
+// byJSONName does; "" when it has none.
+func (fs fields[T]) group(name string) string {
+	for i := range fs {
+		if g, _, ok := strings.Cut(fs[i].Name, "."); ok && strings.EqualFold(g, name) {
+			return g
+		}
+	}
+	return ""
+}
+
+// groupFromJSON reads the object of group: each member sets the field
+// group.member; null sends none of them.
+func (fs fields[T]) groupFromJSON(dst *T, group string, raw json.RawMessage, path string) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	if raw[0] != '{' {
+		return badRequest("field %s: must be an object", group)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.Token() // {
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return errNotJSON
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return errNotJSON
+		}
+		if f := fs.byJSONName(group + "." + t.(string)); f != nil {
+			if err := f.fromJSON(dst, bytes.TrimSpace(v), path); err != nil {
 				return err
 			}
 		}

@@ -115,3 +115,41 @@ func TestFormControlsTakeTheStoreLimits(t *testing.T) {
 		t.Errorf("the item rows' table lacks %s", want)
 	}
 }
+
+// TestDottedFieldsAreAJSONObject: a field named address.city is the form
+// key address.city and the JSON member city of the object address; the
+// description says the object.
+func TestDottedFieldsAreAJSONObject(t *testing.T) {
+	type in struct{ Name, City, Country *string }
+	fs := fields[in]{
+		{Name: "name", text: func(v *in) **string { return &v.Name }},
+		{Name: "address.city", Max: 80, text: func(v *in) **string { return &v.City }},
+		{Name: "address.country", text: func(v *in) **string { return &v.Country }},
+	}
+	var fromForm, fromJSON in
+	if err := fs.fromForm(&fromForm, [][2]string{{"name", "Ada"}, {"address.city", "Paris"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.fromJSON(&fromJSON, []byte(`{"name":"Ada","address":{"city":"Paris"}}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if fromJSON.City == nil || *fromJSON.City != "Paris" || fromJSON.Country != nil || !reflect.DeepEqual(fromForm, fromJSON) {
+		t.Errorf("the form reads %+v, the JSON %+v", fromForm, fromJSON)
+	}
+	var none in
+	if err := fs.fromJSON(&none, []byte(`{"address":null}`), ""); err != nil || none.City != nil {
+		t.Errorf("address null: %v %+v", err, none)
+	}
+	if err := fs.fromJSON(&none, []byte(`{"address":"Paris"}`), ""); err == nil {
+		t.Error("an address that is no object was taken")
+	}
+	if err := fs.fromJSON(&none, []byte(`{"address":{"city":7}}`), ""); err == nil {
+		t.Error("a city that is no string was taken")
+	}
+	d := &apiDoc{schemas: obj{}}
+	s := d.inputSchema(describeFields(fs), nil, false)
+	addr, _ := s["properties"].(obj)["address"].(obj)
+	if addr == nil || addr["properties"].(obj)["city"].(obj)["maxLength"] != 80 {
+		t.Errorf("the description of address: %v", s)
+	}
+}

@@ -4,6 +4,12 @@ package routes
 // shows, and the view of one control that partials/field.html draws, so
 // every label, input and message of every form is written once.
 
+import (
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+)
+
 // formState is what a resource's form shows: the values (the stored ones,
 // or what the person typed) and the messages, read through the resource's
 // field table.
@@ -87,3 +93,55 @@ func (f *field[T]) view(id, key, value, msg string) fieldView {
 	}
 	return v
 }
+
+// recordForm is the New and Edit form, and a List row's inline form, of a
+// resource whose form shows its field table and nothing more (products,
+// customers): the memberForm members calls.
+type recordForm[In any] struct {
+	formState[In]
+	R        *resource
+	New      bool
+	ID       int64
+	Action   string
+	Version  int64
+	Conflict *conflictView
+	// version is where In carries the version the person read.
+	version func(*In) *int64
+}
+
+// newRecordForm is the form of r whose fields are fs, showing values:
+// the New form when id is 0, else member id's Edit form at version.
+func newRecordForm[In any](r *resource, fs fields[In], values In, id, version int64, inVersion func(*In) *int64) *recordForm[In] {
+	f := &recordForm[In]{R: r, New: id == 0, ID: id, Version: version, Action: r.Path(), version: inVersion}
+	f.fields, f.values = fs, values
+	if id != 0 {
+		f.Action = r.MemberPath(id)
+	}
+	return f
+}
+
+// Field is the view of a field of the New or Edit form.
+func (f *recordForm[In]) Field(name string) fieldView { return f.field(name, "") }
+
+// RowField is the view of a field of a list row's inline form.
+func (f *recordForm[In]) RowField(name string) fieldView {
+	v := f.field(name, "row-"+strconv.FormatInt(f.ID, 10)+"-")
+	v.Compact = true
+	return v
+}
+
+func (f *recordForm[In]) fill(in In) {
+	f.formState.fill(in)
+	if v := f.version(&in); v != nil {
+		f.Version = *v
+	}
+}
+
+func (f *recordForm[In]) setErrors(errs map[string]string) { f.Errors = errs }
+
+func (f *recordForm[In]) setConflict(c *conflictView, version int64) {
+	f.Conflict, f.Version = c, version
+}
+
+// prefill: such a form has no button that shows it again changed.
+func (f *recordForm[In]) prefill(*fiber.Ctx) {}

@@ -62,7 +62,8 @@ func newOrderForm(o *store.Order) *orderForm {
 func orderInput(o *store.Order) orderIn {
 	text := func(s string) *string { return &s }
 	in := orderIn{OrderInput: store.OrderInput{Customer: text(o.Customer), Email: text(o.Email), Status: text(string(o.Status)),
-		Currency: text(o.Currency), Notes: text(o.Notes), HasItems: true, Items: make([]store.ItemInput, len(o.Items))}}
+		Currency: text(o.Currency), Notes: text(o.Notes), CustomerID: text(customerRef(o.CustomerID)),
+		HasItems: true, Items: make([]store.ItemInput, len(o.Items))}}
 	for i, it := range o.Items {
 		in.Items[i] = store.ItemInput{SKU: it.SKU, Name: it.Name,
 			Quantity: strconv.FormatInt(it.Quantity, 10), UnitPrice: it.UnitPrice.String()}
@@ -241,4 +242,12 @@ func wbrEmail(addr string) template.HTML {
 		}
 	}
 	return template.HTML(b.String())
+}
+
+// customerRef is an order's customer id as its form holds it ("": none).
+func customerRef(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
 }

@@ -201,10 +201,21 @@ func recordFieldType(t reflect.Type, name string) reflect.Type {
 
 // inputSchema is the JSON object a create or update sends: the field
 // table's fields (null is a field not sent); members it does not name are
-// ignored. create lists the fields a create must carry.
+// ignored. create lists the fields a create must carry. Dotted fields
+// (address.city) are the members of an object (address), which may be
+// null.
 func (d *apiDoc) inputSchema(fs []apiField, record reflect.Type, create bool) obj {
 	props, required := obj{}, []string{}
+	groups := map[string][]apiField{}
 	for _, f := range fs {
+		if g, member, ok := strings.Cut(f.Name, "."); ok {
+			if groups[g] == nil {
+				props[g] = nil // its place; filled below
+			}
+			f.Name = member
+			groups[g] = append(groups[g], f)
+			continue
+		}
 		s := d.fieldSchema(f, record)
 		if f.Label != "" {
 			s["title"] = f.Label
@@ -213,6 +224,15 @@ func (d *apiDoc) inputSchema(fs []apiField, record reflect.Type, create bool) ob
 		if create && f.Required {
 			required = append(required, f.Name)
 		}
+	}
+	for g, gfs := range groups {
+		var rt reflect.Type
+		if record != nil {
+			rt = recordFieldType(record, g)
+		}
+		s := d.inputSchema(gfs, rt, create)
+		s["type"] = []string{"object", "null"}
+		props[g] = s
 	}
 	s := obj{"type": "object", "properties": props}
 	if len(required) > 0 {
@@ -226,7 +246,11 @@ func (d *apiDoc) inputSchema(fs []apiField, record reflect.Type, create bool) ob
 func (d *apiDoc) fieldSchema(f apiField, record reflect.Type) obj {
 	switch f.Kind {
 	case kindNumber:
-		return obj{"type": []string{"integer", "string", "null"}, "pattern": `^\s*[0-9]+\s*$`, "description": "a whole number, or its digits as a string"}
+		pattern := `^\s*[0-9]+\s*$`
+		if f.Pattern != "" {
+			pattern = `^\s*(?:` + f.Pattern + `)\s*$`
+		}
+		return obj{"type": []string{"integer", "string", "null"}, "pattern": pattern, "description": "a whole number, or its digits as a string"}
 	case kindMoney:
 		return obj{"type": []string{"string", "number", "null"}, "pattern": moneyInPattern, "minimum": 0,
 			"description": `an amount: a decimal string with at most two decimals ("19.99")`}
@@ -511,9 +535,16 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 	// The New form's values are where a person starts, not a request: an
 	// empty required field among them.
 	defaults := d.inputSchema(a.Fields, a.Record, false)["properties"].(obj)
-	for _, s := range defaults {
-		delete(s.(obj), "pattern")
+	var noPatterns func(props obj)
+	noPatterns = func(props obj) {
+		for _, s := range props {
+			delete(s.(obj), "pattern")
+			if inner, ok := s.(obj)["properties"].(obj); ok {
+				noPatterns(inner)
+			}
+		}
 	}
+	noPatterns(defaults)
 	newForm := obj{"type": "object", "description": "the fields of a new " + title + " and their defaults",
 		"properties": defaults}
 	paths[r.NewPath()] = obj{"get": op("new"+r.Title, "the New form: the fields and their defaults", nil, nil,

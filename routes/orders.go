@@ -115,7 +115,7 @@ func (orderMember) inVersion(in *orderIn) *int64              { return in.Versio
 // newJSON is the creation form for programs: the fields and their defaults.
 func (orderMember) newJSON() any {
 	return fiber.Map{
-		"customer": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
+		"customer": "", "customer_id": "", "email": "", "status": store.Pending, "currency": "USD", "notes": "",
 		"items": []store.Item{}, "statuses": []store.Status{store.Pending},
 	}
 }

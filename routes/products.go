@@ -185,29 +185,14 @@ func listProducts(s *store.Store) handler {
 	}
 }
 
-// productForm is the product's New and Edit form, and its List row's
+// newProductForm is the product's New and Edit form, and its List row's
 // inline form.
-type productForm struct {
-	formState[store.ProductInput]
-	R        *resource
-	New      bool
-	ID       int64
-	Action   string
-	Version  int64
-	Conflict *conflictView
-}
-
-func newProductForm(p *store.Product) *productForm {
-	f := &productForm{R: productResource, New: p == nil, Action: productResource.Path()}
-	f.fields = productFields
-	usd, yes := "USD", true
-	f.values = store.ProductInput{Currency: &usd, Active: &yes}
-	if p != nil {
-		f.ID, f.Version = p.ID, p.Version
-		f.Action = productResource.MemberPath(p.ID)
-		f.values = productInput(p)
+func newProductForm(p *store.Product) *recordForm[store.ProductInput] {
+	if p == nil {
+		usd, yes := "USD", true
+		return newRecordForm(productResource, productFields, store.ProductInput{Currency: &usd, Active: &yes}, 0, 0, productMember{}.inVersion)
 	}
-	return f
+	return newRecordForm(productResource, productFields, productInput(p), p.ID, p.Version, productMember{}.inVersion)
 }
 
 // productInput is a stored product as the request that would set every
@@ -218,27 +203,3 @@ func productInput(p *store.Product) store.ProductInput {
 	return store.ProductInput{SKU: text(p.SKU), Name: text(p.Name), UnitPrice: text(p.UnitPrice.String()),
 		Currency: text(p.Currency), Active: &active}
 }
-
-// Field is the view of a field of the New or Edit form.
-func (f *productForm) Field(name string) fieldView { return f.field(name, "") }
-
-// RowField is the view of a field of a list row's inline form.
-func (f *productForm) RowField(name string) fieldView {
-	v := f.field(name, "row-"+strconv.FormatInt(f.ID, 10)+"-")
-	v.Compact = true
-	return v
-}
-
-func (f *productForm) fill(in store.ProductInput) {
-	f.formState.fill(in)
-	if in.Version != nil {
-		f.Version = *in.Version
-	}
-}
-
-func (f *productForm) setErrors(errs map[string]string) { f.Errors = errs }
-
-func (f *productForm) setConflict(c *conflictView, version int64) { f.Conflict, f.Version = c, version }
-
-// prefill: the product form has no button that shows it again changed.
-func (f *productForm) prefill(*fiber.Ctx) {}

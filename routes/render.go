@@ -127,7 +127,7 @@ type view struct {
 	// Record is the member a page or fragment shows (a *store.Order, a
 	// *store.Product): nil on the New form and on collection pages.
 	Record any
-	// Form is the resource's form (*orderForm, *productForm).
+	// Form is the resource's form (*orderForm, or a *recordForm).
 	Form  any
 	List  *listView
 	Error *errorView

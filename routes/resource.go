@@ -106,7 +106,7 @@ type example struct {
 // resources are the resources the application serves, the first the one
 // "/" leads to: the one registration list. Routes, live-event streams,
 // the navigation and the meta descriptions walk it.
-var resources = []*resource{orderResource, productResource}
+var resources = []*resource{orderResource, productResource, customerResource}
 
 // navEntry is one entry of the site's navigation.
 type navEntry struct {

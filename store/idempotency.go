@@ -51,6 +51,9 @@ func (s *Store) CreateOrderOnce(ctx context.Context, key, fingerprint string, in
 	if errs != nil {
 		return nil, invalid(errs, nil)
 	}
+	if err := s.customerExists(ctx, o.CustomerID, nil); err != nil {
+		return nil, err
+	}
 	k := s.idemKey(orders.name, key)
 	for range 3 {
 		v, err := s.rdb.Get(ctx, k).Result()

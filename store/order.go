@@ -106,18 +106,21 @@ type Item struct {
 
 // Order is one member of the order collection.
 type Order struct {
-	ID        int64     `json:"id"`
-	Customer  string    `json:"customer"`
-	Email     string    `json:"email"`
-	Status    Status    `json:"status"`
-	Currency  string    `json:"currency"`
-	Notes     string    `json:"notes"`
-	Items     []Item    `json:"items"`
-	ItemCount int       `json:"item_count"`
-	Total     Money     `json:"total"`
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID       int64  `json:"id"`
+	Customer string `json:"customer"`
+	Email    string `json:"email"`
+	Status   Status `json:"status"`
+	Currency string `json:"currency"`
+	Notes    string `json:"notes"`
+	// CustomerID links the order to a customer (0: none; its customer
+	// and email are the order's own copies either way).
+	CustomerID int64     `json:"customer_id,omitempty"`
+	Items      []Item    `json:"items"`
+	ItemCount  int       `json:"item_count"`
+	Total      Money     `json:"total"`
+	Version    int64     `json:"version"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 
 	// idem is the fingerprint of the Idempotency-Key request that created
 	// the order, if any: a retry checks the order it finds is its own.
@@ -173,7 +176,9 @@ type OrderInput struct {
 	Status   *string
 	Currency *string
 	Notes    *string
-	Items    []ItemInput
+	// CustomerID is a customer's id, or "" for none.
+	CustomerID *string
+	Items      []ItemInput
 	// HasItems is true when the request carried items, even none.
 	HasItems bool
 	// Version, when set, must equal the stored version (else ECONFLICT).
@@ -249,6 +254,16 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 	}
 	if v, ok := text("notes", in.Notes, MaxNotes, false, true); ok {
 		o.Notes = v
+	}
+	if in.CustomerID != nil {
+		v := strings.TrimSpace(*in.CustomerID)
+		if id, ok := ParseID(v); ok {
+			o.CustomerID = id
+		} else if v == "" {
+			o.CustomerID = 0
+		} else {
+			errs["customer_id"] = "must be a customer's number"
+		}
 	}
 	if in.Status != nil {
 		s := Status(strings.ToLower(strings.TrimSpace(*in.Status)))

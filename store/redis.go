@@ -115,15 +115,16 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 // Order hash fields are short: they are repeated in every order. Items are
 // the fields "0", "1", … (digits only), so no order field may be all digits.
 const (
-	fCustomer = "c"
-	fEmail    = "e"  // absent when empty
-	fStatus   = "s"  // one letter: statusCode
-	fCurrency = "cu" // absent when USD
-	fNotes    = "n"  // absent when empty
-	fVersion  = "v"
-	fCreated  = "ca"
-	fUpdated  = "ua"
-	fIdem     = "ik" // absent unless created with an Idempotency-Key
+	fCustomer   = "c"
+	fEmail      = "e"  // absent when empty
+	fStatus     = "s"  // one letter: statusCode
+	fCurrency   = "cu" // absent when USD
+	fNotes      = "n"  // absent when empty
+	fVersion    = "v"
+	fCreated    = "ca"
+	fUpdated    = "ua"
+	fIdem       = "ik" // absent unless created with an Idempotency-Key
+	fCustomerID = "ci" // absent when the order names no customer
 )
 
 // defaultCurrency is the currency of an order hash without a cu field.
@@ -298,6 +299,9 @@ func orderArgs(args []any, o *Order) []any {
 	if o.idem != "" {
 		args = append(args, fIdem, o.idem)
 	}
+	if o.CustomerID != 0 {
+		args = append(args, fCustomerID, o.CustomerID)
+	}
 	for i := range o.Items {
 		args = append(args, itemField(i), string(appendItem(nil, &o.Items[i])))
 	}
@@ -393,6 +397,11 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (Order, bool) {
 	if o.Currency == "" {
 		o.Currency = defaultCurrency
 	}
+	if v, ok := h[fCustomerID]; ok {
+		if o.CustomerID, ok = ParseID(v); !ok {
+			return Order{}, false
+		}
+	}
 	items := make([]Item, 0, max(len(h)-5, 0))
 	for i := 0; ; i++ {
 		v, ok := h[itemField(i)]
@@ -482,6 +491,7 @@ var orders = register(&kind[Order]{
 		{"status", func(o *Order) any { return string(o.Status) }},
 		{"currency", func(o *Order) any { return o.Currency }},
 		{"notes", func(o *Order) any { return o.Notes }},
+		{"customer_id", func(o *Order) any { return customerRef(o.CustomerID) }},
 	},
 	rows: func(o *Order) []Item { return o.Items },
 	event: func(o *Order) []byte {
@@ -540,6 +550,9 @@ func (s *Store) orderEntries(o *Order) []ixEntry {
 		ixEntry{s.nameIndex(""), nm, 0},
 		ixEntry{s.nameIndex(o.Status), nm, 0},
 	)
+	if o.CustomerID != 0 {
+		out = append(out, ixEntry{s.customerOrders(o.CustomerID), customerOrderMember(o), 0})
+	}
 	return s.termEntries(o, out)
 }
 
@@ -548,6 +561,9 @@ func (s *Store) CreateOrder(ctx context.Context, in OrderInput) (*Order, error) 
 	o, errs := apply(nil, in)
 	if errs != nil {
 		return nil, invalid(errs, nil)
+	}
+	if err := s.customerExists(ctx, o.CustomerID, nil); err != nil {
+		return nil, err
 	}
 	return createRecord(ctx, s, orders, o)
 }
@@ -572,6 +588,13 @@ const maxRetries = 50
 // version a form or JSON body carries (ECONFLICT otherwise). A change that
 // changes nothing writes nothing and keeps the version.
 func (s *Store) UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatch int64) (*Order, error) {
+	if in.CustomerID != nil {
+		if cid, ok := ParseID(strings.TrimSpace(*in.CustomerID)); ok {
+			if err := s.customerExists(ctx, cid, &id); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *Order) (Order, map[string]string) {
 		return apply(cur, in)
 	})
@@ -581,7 +604,7 @@ func (s *Store) UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatc
 // times aside).
 func sameOrder(a, b *Order) bool {
 	if a.Customer != b.Customer || a.Email != b.Email || a.Status != b.Status ||
-		a.Currency != b.Currency || a.Notes != b.Notes {
+		a.Currency != b.Currency || a.Notes != b.Notes || a.CustomerID != b.CustomerID {
 		return false
 	}
 	return sameItems(a.Items, b.Items)

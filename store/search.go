@@ -92,7 +92,9 @@ func (s *Store) termSets(t string, st Status) []string {
 	return keys
 }
 
-// termPattern matches the names of every search set (for Repair's SCAN).
+// termPattern matches the names of every search set and every customer's
+// orders (for Repair's SCAN): their members end in the order's id as
+// memberID reads it.
 func (s *Store) termPattern() string { return globEscape(s.prefix) + "ix:{w}:*" }
 
 // globEscape escapes the characters SCAN's MATCH treats specially.

@@ -79,7 +79,11 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	first := last - int64(n) + 1
 	rdb, done := patientClient(s.rdb)
 	defer done()
-	g := seeder{s: s, rdb: rdb, first: first, last: last, now: s.now().UTC().Truncate(time.Second)}
+	customers, err := s.customersByName(ctx)
+	if err != nil {
+		return 0, err
+	}
+	g := seeder{s: s, rdb: rdb, first: first, last: last, now: s.now().UTC().Truncate(time.Second), customers: customers}
 	written := 0
 	for start := first; start <= last; start += seedChunk {
 		end := min(start+seedChunk-1, last)
@@ -159,6 +163,9 @@ type seeder struct {
 	rdb         redis.UniversalClient
 	first, last int64
 	now         time.Time
+	// customers are the stored customers' ids by folded name: a demo
+	// order of that name links it.
+	customers map[string]int64
 }
 
 // seedEntry is one index entry: a plain struct, not a redis.Z, so that a
@@ -332,6 +339,7 @@ func (w *seedWorker) order(id int64, rnd *rand.Rand) Order {
 	if rnd.IntN(3) > 0 {
 		o.Email = emails[first][last]
 	}
+	o.CustomerID = w.customers[string(appendFold(nil, o.Customer))]
 	// One to five different products.
 	k := 1 + rnd.IntN(5)
 	var picked [64]bool // more than len(demoProducts)

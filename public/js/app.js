@@ -462,6 +462,13 @@
   }
   function setupAll() { document.querySelectorAll("input[data-product-picker]").forEach(setup); }
 
+  // Typing in a picker outside the item rows (the customer) drops the link
+  // a chosen option made: the text is then the order's own.
+  document.addEventListener("input", function (e) {
+    if (!e.isTrusted || !isPicker(e.target) || e.target.closest("tr") || !e.target.form) return;
+    e.target.form.querySelectorAll("[data-picker-link]").forEach(function (el) { el.value = ""; });
+  });
+
   function close(input) {
     var l = listOf(input);
     if (l) { l.hidden = true; l.replaceChildren(); }
@@ -502,15 +509,17 @@
   // product does not fill (the quantity).
   function choose(input, o) {
     close(input);
-    var row = input.closest("tr") || input.form || document;
+    // An item row's picker fills its row; one outside the rows (the
+    // customer) fills the form's fields outside them.
+    var inRow = input.closest("tr"), row = inRow || input.form || document;
     row.querySelectorAll("[data-product-field]").forEach(function (el) {
       var v = o.getAttribute("data-" + el.getAttribute("data-product-field"));
-      if (v === null) return;
+      if (v === null || (!inRow && el.closest("tr"))) return;
       el.value = v;
       el.dispatchEvent(new Event("input", { bubbles: true }));
       el.dispatchEvent(new Event("change", { bubbles: true }));
     });
-    announce(input, o.getAttribute("data-name") + " chosen: SKU " + o.getAttribute("data-sku") + ", unit price " + o.getAttribute("data-unit_price"));
+    announce(input, o.getAttribute("data-chosen") || o.getAttribute("data-name") + " chosen: SKU " + o.getAttribute("data-sku") + ", unit price " + o.getAttribute("data-unit_price"));
     var next = row.querySelector("input:not([type=hidden]):not([data-product-field]):not([readonly])");
     (next || input).focus();
     if (next && next.select) next.select();

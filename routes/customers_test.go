@@ -1,0 +1,247 @@
+package routes
+
+// What only customers promise: an email unique case aside, the address as
+// a JSON object (address.city in forms and errors), the List's query.
+// What every resource promises runs over customers too: they join the
+// shared suites (resources_test.go) through the resource's Example; its
+// history session is scripted here.
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"orders/store"
+	"orders/testutil"
+)
+
+func init() {
+	noteAdders["customers"] = (*store.Store).AddCustomerNote
+	sessions["customers"] = []sessionStep{
+		{"create", http.MethodPost, map[string]any{"name": "Ada", "email": "ada@example.com", "address": map[string]any{"city": "London"}},
+			&wantEntry{action: "created", version: 1,
+				changes: map[string][2]any{"name": {nil, "Ada"}, "email": {nil, "ada@example.com"}, "address.city": {nil, "London"}}}},
+		{"a field", http.MethodPut, map[string]any{"name": "Ada Lovelace", "version": 1},
+			&wantEntry{action: "updated", version: 2, changes: map[string][2]any{"name": {"Ada", "Ada Lovelace"}}}},
+		{"the address", http.MethodPut, map[string]any{"address": map[string]any{"city": "Cambridge", "country": "gb"}, "version": 2},
+			&wantEntry{action: "updated", version: 3, changes: map[string][2]any{"address.city": {"London", "Cambridge"}, "address.country": {"", "GB"}}}},
+		{"nothing", http.MethodPut, map[string]any{"name": "Ada Lovelace", "address": map[string]any{"country": "GB"}, "version": 3}, nil},
+		{"note", http.MethodPost, map[string]any{"note": "Met at the exhibition."},
+			&wantEntry{action: "note", version: 3, note: "Met at the exhibition."}},
+		{"delete", http.MethodDelete, nil, &wantEntry{action: "deleted", version: 3}},
+	}
+	sessionPages["customers"] = []string{"Deleted by anonymous through the API · version 3", "Met at the exhibition.",
+		"City: London → Cambridge", "Name: Ada → Ada Lovelace",
+		"Created by anonymous through the API · version 1", "Name: Ada Email: ada@example.com City: London"}
+}
+
+// customerJSON is the JSON of one customer.
+type customerJSON struct {
+	ID        int64         `json:"id"`
+	Name      string        `json:"name"`
+	Email     string        `json:"email"`
+	Phone     string        `json:"phone"`
+	Company   string        `json:"company"`
+	Address   store.Address `json:"address"`
+	Notes     string        `json:"notes"`
+	Version   int64         `json:"version"`
+	CreatedAt string        `json:"created_at"`
+	UpdatedAt string        `json:"updated_at"`
+}
+
+// customerCount is the number of customers stored.
+func (a *testApp) customerCount(t testing.TB) int64 {
+	t.Helper()
+	p, err := a.store.ListCustomers(t.Context(), store.CustomerQuery{PerPage: 1})
+	if err != nil {
+		t.Fatalf("counting customers: %v", err)
+	}
+	return p.Total
+}
+
+// createCustomer makes a customer through POST /customers (JSON).
+func (a *testApp) createCustomer(t testing.TB, v map[string]any) customerJSON {
+	t.Helper()
+	var c customerJSON
+	a.do(t, http.MethodPost, "/customers", testutil.JSON(v), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &c)
+	return c
+}
+
+// TestCustomerCreate: the fields as stored and shown, the address as a
+// JSON object and as address.* form keys.
+func TestCustomerCreate(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		c := a.createCustomer(t, map[string]any{"name": " Ada Lovelace ", "email": "ada@example.com", "phone": "+44 20 7946 0000",
+			"company": "Analytical Engines", "address": map[string]any{"line1": "12 St James's Square", "city": "London",
+				"postal_code": "SW1Y 4JH", "country": "gb"}, "notes": "Prefers email"})
+		want := store.Address{Line1: "12 St James's Square", City: "London", PostalCode: "SW1Y 4JH", Country: "GB"}
+		if c.Name != "Ada Lovelace" || c.Address != want || c.Version != 1 {
+			t.Errorf("created %+v, want the address %+v", c, want)
+		}
+		a.get(t, customerResource.MemberPath(c.ID), testutil.HPage).WantStatus(t, http.StatusOK).WantPage(t, "customer").
+			WantContains(t, "Ada Lovelace", "SW1Y 4JH", "mailto:ada@example.com", "<title>Customer "+itoa(c.ID)+" · Ada Lovelace · Orders</title>")
+		r := a.do(t, http.MethodPost, "/customers", testutil.Form("name", "Grace Hopper", "address.city", "Arlington", "address.country", "us"), testutil.HPage)
+		r.WantStatus(t, http.StatusSeeOther)
+		var g customerJSON
+		a.get(t, r.Header.Get("Location"), testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &g)
+		if g.Name != "Grace Hopper" || g.Address.City != "Arlington" || g.Address.Country != "US" {
+			t.Errorf("a form's address: %+v", g)
+		}
+		// A change to one address field keeps the others.
+		var u customerJSON
+		a.do(t, http.MethodPut, customerResource.MemberPath(c.ID), testutil.JSON(map[string]any{"address": map[string]any{"city": "Cambridge"}}),
+			testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &u)
+		if u.Address.City != "Cambridge" || u.Address.Line1 != want.Line1 || u.Version != 2 {
+			t.Errorf("after changing the city: %+v", u)
+		}
+	})
+}
+
+// TestCustomerValidation: the checks over JSON (errors.address.country)
+// and a form (the message beside the field); a taken email, case aside,
+// is a 422 naming its holder; wrong JSON types are a 400.
+func TestCustomerValidation(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		held := a.createCustomer(t, map[string]any{"name": "Held", "email": "held@example.com"})
+		for _, c := range []struct {
+			body  map[string]any
+			field string
+			msg   string
+		}{
+			{map[string]any{"email": "x@example.com"}, "name", "is required"},
+			{map[string]any{"name": "A", "email": "not an email"}, "email", "must be one email address"},
+			{map[string]any{"name": "A", "phone": "call me"}, "phone", "must be digits"},
+			{map[string]any{"name": "A", "address": map[string]any{"country": "Germany"}}, "address.country", "ISO 3166-1"},
+			{map[string]any{"name": "A", "email": "HELD@example.com"}, "email", "is already the email of customer " + itoa(held.ID)},
+		} {
+			r := a.do(t, http.MethodPost, "/customers", testutil.JSON(c.body), testutil.HJSON).WantStatus(t, http.StatusUnprocessableEntity)
+			errs, _ := r.Object(t)["errors"].(map[string]any)
+			if msg, _ := errs[c.field].(string); !strings.Contains(msg, c.msg) {
+				t.Errorf("%s: errors %v, want %s: …%s…", r.What, errs, c.field, c.msg)
+			}
+		}
+		a.do(t, http.MethodPost, "/customers", testutil.Form("name", "A", "address.country", "XX"), testutil.HPage).
+			WantStatus(t, http.StatusUnprocessableEntity).WantFieldError(t, "address.country", "Country (ISO code, like DE) must be", "XX")
+		for _, body := range []string{`{"name":"A","address":"Berlin"}`, `{"name":"A","address":{"city":7}}`, `{"name":7}`} {
+			a.do(t, http.MethodPost, "/customers", testutil.Raw("application/json", body), testutil.HJSON).WantStatus(t, http.StatusBadRequest)
+		}
+		if n := a.customerCount(t); n != 1 {
+			t.Errorf("%d customers stored, want the one held", n)
+		}
+		// The email is free again once its holder changes it.
+		a.do(t, http.MethodPut, customerResource.MemberPath(held.ID), testutil.JSON(map[string]any{"email": ""}), testutil.HJSON).
+			WantStatus(t, http.StatusOK)
+		a.createCustomer(t, map[string]any{"name": "B", "email": "Held@Example.com"})
+	})
+}
+
+// TestCustomerListQuery: q matches the id, the start of any word of the
+// name or the company, the start of the email and the phone's digits;
+// the sorts; a sort it does not know is a 400.
+func TestCustomerListQuery(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace", "company": "Analytical Engines", "email": "ada@example.com", "phone": "+44 (20) 7946-0001"})
+		grace := a.createCustomer(t, map[string]any{"name": "Grace Hopper", "company": "Navy", "email": "grace@navy.example", "phone": "555 0100"})
+		zed := a.createCustomer(t, map[string]any{"name": "Zed Ada", "email": "zed@example.com"})
+		ids := func(query string) []int64 {
+			var l struct {
+				Customers []customerJSON `json:"customers"`
+			}
+			a.get(t, "/customers?"+query, testutil.HJSON).WantStatus(t, http.StatusOK).WantNegotiated(t).JSON(t, &l)
+			out := []int64{}
+			for _, c := range l.Customers {
+				out = append(out, c.ID)
+			}
+			return out
+		}
+		for _, c := range []struct {
+			query string
+			want  []int64
+		}{
+			{"", []int64{ada.ID, grace.ID, zed.ID}},
+			{"sort=-name", []int64{zed.ID, grace.ID, ada.ID}},
+			{"sort=-created", []int64{zed.ID, grace.ID, ada.ID}},
+			{"sort=created", []int64{ada.ID, grace.ID, zed.ID}},
+			{"q=lovel", []int64{ada.ID}},
+			{"q=analyt", []int64{ada.ID}},
+			{"q=grace@navy", []int64{grace.ID}},
+			{"q=4420794", []int64{ada.ID}},
+			{"q=5550100", []int64{grace.ID}},
+			{"q=" + itoa(zed.ID), []int64{zed.ID}},
+			{"q=ada", []int64{ada.ID, zed.ID}},
+			{"q=ada+lov", []int64{ada.ID}},
+			{"q=nobody", []int64{}},
+		} {
+			got := ids(c.query)
+			if c.query == "q=ada" {
+				slices.Sort(got)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("/customers?%s: %v, want %v", c.query, got, c.want)
+			}
+		}
+		a.get(t, "/customers?sort=sku", testutil.HJSON).WantStatus(t, http.StatusBadRequest)
+		a.get(t, "/customers?q=lovelace", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Ada Lovelace").WantLacks(t, "Grace Hopper")
+	})
+}
+
+// TestOrdersLinkToCustomers: an order's customer_id (JSON and form) names
+// a stored customer or is a 422; the order page links its customer; the
+// customer's page lists its orders, newest first, with the count and the
+// totals; a customer with orders is not deleted (409 saying how many);
+// the order form's customer picker gets customers as options.
+func TestOrdersLinkToCustomers(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace", "email": "ada@example.com"})
+		cid := itoa(ada.ID)
+		var o struct {
+			ID         int64  `json:"id"`
+			CustomerID *int64 `json:"customer_id"`
+		}
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+			"items": []any{item("Widget", 2, "1.50")}}), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
+		if o.CustomerID == nil || *o.CustomerID != ada.ID {
+			t.Errorf("created an order with customer_id %v, want %d", o.CustomerID, ada.ID)
+		}
+		r := a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Ada L.", "customer_id", cid,
+			"items[0][name]", "Gear", "items[0][quantity]", "1", "items[0][unit_price]", "9.99"), testutil.HPage).WantStatus(t, http.StatusSeeOther)
+		second := r.Header.Get("Location")
+		r = a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "X", "customer_id": 999}), testutil.HJSON).
+			WantStatus(t, http.StatusUnprocessableEntity)
+		if errs, _ := r.Object(t)["errors"].(map[string]any); !strings.Contains(fmt.Sprint(errs["customer_id"]), "no customer 999") {
+			t.Errorf("%s: errors %v, want customer_id naming no customer", r.What, errs)
+		}
+		a.get(t, second, testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `<a href="`+customerResource.MemberPath(ada.ID)+`">Ada L.</a>`)
+		// The edit form keeps the link; free text without it unlinks.
+		a.get(t, orderResource.EditPath(o.ID), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `name="customer_id" value="`+cid+`"`)
+		a.get(t, customerResource.MemberPath(ada.ID), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, "2 orders, the last on", "Lifetime totals (cancelled orders aside): 12.99 USD", "Order "+itoa(o.ID))
+		var c struct {
+			OrderCount  int64               `json:"order_count"`
+			LastOrderAt *string             `json:"last_order_at"`
+			Totals      []map[string]string `json:"totals"`
+		}
+		a.get(t, customerResource.MemberPath(ada.ID), testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		if c.OrderCount != 2 || c.LastOrderAt == nil || len(c.Totals) != 1 || c.Totals[0]["total"] != "12.99" {
+			t.Errorf("the customer's JSON: %+v", c)
+		}
+		r = a.do(t, http.MethodDelete, customerResource.MemberPath(ada.ID), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusConflict)
+		if msg, _ := r.Object(t)["error"].(string); !strings.Contains(msg, "has 2 orders") {
+			t.Errorf("%s: %q, want it to say 2 orders", r.What, msg)
+		}
+		a.do(t, http.MethodPut, orderResource.MemberPath(o.ID), testutil.JSON(map[string]any{"customer_id": ""}), testutil.HJSON).
+			WantStatus(t, http.StatusOK)
+		a.get(t, customerResource.MemberPath(ada.ID), testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		if c.OrderCount != 1 {
+			t.Errorf("after unlinking an order: %d orders, want 1", c.OrderCount)
+		}
+		a.get(t, "/customers?q=lovel&per_page=10&picker=1", testutil.HHX).WantStatus(t, http.StatusOK).
+			WantContains(t, `role="option"`, `data-id="`+cid+`"`, `data-email="ada@example.com"`)
+		a.get(t, orderResource.NewPath(), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `data-product-picker="/customers"`, `data-product-field="id" data-picker-link`)
+	})
+}
