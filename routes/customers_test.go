@@ -213,6 +213,22 @@ func TestOrdersLinkToCustomers(t *testing.T) {
 		if errs, _ := r.Object(t)["errors"].(map[string]any); !strings.Contains(fmt.Sprint(errs["customer_id"]), "no customer 999") {
 			t.Errorf("%s: errors %v, want customer_id naming no customer", r.What, errs)
 		}
+		// The List's entries say which customer each order is for.
+		var list struct {
+			Orders []struct {
+				ID         int64 `json:"id"`
+				CustomerID int64 `json:"customer_id"`
+			} `json:"orders"`
+		}
+		a.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &list)
+		if i := slices.IndexFunc(list.Orders, func(e struct {
+			ID         int64 `json:"id"`
+			CustomerID int64 `json:"customer_id"`
+		}) bool {
+			return e.ID == o.ID
+		}); i < 0 || list.Orders[i].CustomerID != ada.ID {
+			t.Errorf("GET /orders: entries %+v, want order %d for customer %d", list.Orders, o.ID, ada.ID)
+		}
 		a.get(t, second, testutil.HPage).WantStatus(t, http.StatusOK).
 			WantContains(t, `<a href="`+customerResource.MemberPath(ada.ID)+`">Ada L.</a>`)
 		// The edit form keeps the link; free text without it unlinks.

@@ -129,23 +129,25 @@ type Order struct {
 
 // OrderSummary is the List representation of an order: everything but its items.
 type OrderSummary struct {
-	ID        int64     `json:"id"`
-	Customer  string    `json:"customer"`
-	Email     string    `json:"email"`
-	Status    Status    `json:"status"`
-	Currency  string    `json:"currency"`
-	Notes     string    `json:"notes"`
-	ItemCount int       `json:"item_count"`
-	Total     Money     `json:"total"`
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID       int64  `json:"id"`
+	Customer string `json:"customer"`
+	Email    string `json:"email"`
+	Status   Status `json:"status"`
+	Currency string `json:"currency"`
+	Notes    string `json:"notes"`
+	// CustomerID is the linked customer (0, and absent in JSON: none).
+	CustomerID int64     `json:"customer_id,omitempty"`
+	ItemCount  int       `json:"item_count"`
+	Total      Money     `json:"total"`
+	Version    int64     `json:"version"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // Summary returns o without its items.
 func (o *Order) Summary() OrderSummary {
 	return OrderSummary{o.ID, o.Customer, o.Email, o.Status, o.Currency, o.Notes,
-		o.ItemCount, o.Total, o.Version, o.CreatedAt, o.UpdatedAt}
+		o.CustomerID, o.ItemCount, o.Total, o.Version, o.CreatedAt, o.UpdatedAt}
 }
 
 // derive recomputes line totals, the item count and the order total.
