@@ -27,6 +27,10 @@ func TestCustomerPickerLinksTheOrder(t *testing.T) {
 	if got := e.waitOpen(t, "#customer"); len(got) != 1 || got[0] != name {
 		t.Fatalf("the customer field suggests %q, want [%s]", got, name)
 	}
+	e.waitText(t, "[data-product-status]", "1 customer matches")
+	if got := e.jsString(t, `document.getElementById("customer-products").getAttribute("aria-label")`); got != "Customers" {
+		t.Errorf("the customer suggestions' label: %q, want Customers", got)
+	}
 	e.do(t, "choose it", press(kb.ArrowDown+kb.Enter))
 	if got := e.jsString(t, `[customer.value, email.value, document.querySelector("[name=customer_id]").value].join("|")`); got != name+"|"+email+"|1" {
 		t.Errorf("after choosing: customer|email|customer_id = %q", got)
@@ -50,5 +54,6 @@ func TestCustomerPickerLinksTheOrder(t *testing.T) {
 	if got := e.jsString(t, `document.querySelector("[name=customer_id]").value`); got != "" {
 		t.Errorf("customer_id after typing on: %q, want empty", got)
 	}
+	e.waitText(t, "[data-product-status]", "No customer matches")
 	e.checkConsole(t)
 }

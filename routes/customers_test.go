@@ -258,6 +258,7 @@ func TestOrdersLinkToCustomers(t *testing.T) {
 		a.get(t, "/customers?q=lovel&per_page=10&picker=1", testutil.HHX).WantStatus(t, http.StatusOK).
 			WantContains(t, `role="option"`, `data-id="`+cid+`"`, `data-email="ada@example.com"`)
 		a.get(t, orderResource.NewPath(), testutil.HPage).WantStatus(t, http.StatusOK).
-			WantContains(t, `data-product-picker="/customers"`, `data-product-field="id" data-picker-link`)
+			WantContains(t, `data-product-picker="/customers" data-picker-noun="customer" data-picker-nouns="customers"`,
+				`data-product-picker="/products" data-picker-noun="product" data-picker-nouns="products"`, `data-product-field="id" data-picker-link`)
 	})
 }

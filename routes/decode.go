@@ -77,7 +77,7 @@ var orderFields = fields[orderIn]{
 	// Typing in the customer suggests customers; choosing one copies its
 	// name and email and links the order to it (customer_id). Typing on
 	// after that unlinks it: the text is the order's own.
-	{Name: "customer", Label: "Customer", Max: store.MaxCustomer, UI: control{Required: true, FromProduct: "name", Suggest: customerResource.Path()},
+	{Name: "customer", Label: "Customer", Max: store.MaxCustomer, UI: control{Required: true, FromProduct: "name", Suggest: customerResource},
 		text: func(in *orderIn) **string { return &in.Customer }},
 	{Name: "email", Label: "Email", Max: store.MaxEmail, UI: control{Type: "email", Optional: true, Class: "field-email", FromProduct: "email"},
 		text: func(in *orderIn) **string { return &in.Email }},
@@ -111,9 +111,9 @@ var orderFields = fields[orderIn]{
 var itemFields = fields[itemRow]{
 	// Typing in the SKU or the name suggests products; choosing one copies
 	// its SKU, name and unit price into the row (the order keeps copies).
-	{Name: "sku", Label: "SKU", Max: store.MaxSKU, UI: control{Size: 8, FromProduct: "sku", Suggest: productResource.Path()},
+	{Name: "sku", Label: "SKU", Max: store.MaxSKU, UI: control{Size: 8, FromProduct: "sku", Suggest: productResource},
 		cell: func(it *itemRow) *string { return &it.SKU }},
-	{Name: "name", Label: "Name", Max: store.MaxItemName, UI: control{FromProduct: "name", Suggest: productResource.Path()},
+	{Name: "name", Label: "Name", Max: store.MaxItemName, UI: control{FromProduct: "name", Suggest: productResource},
 		cell: func(it *itemRow) *string { return &it.Name }},
 	{Name: "quantity", Label: "Quantity", Kind: kindNumber, UI: control{InputMode: "numeric", Size: 5},
 		cell: func(it *itemRow) *string { return &it.Quantity }},

@@ -122,11 +122,12 @@ type control struct {
 	// product chosen in the order forms' picker puts in this control
 	// (data-product-field, for app.js); "" for none.
 	FromProduct string
-	// Suggest is the path of the collection whose active members typing
-	// in this control suggests (data-product-picker, for app.js: the
-	// product picker, an ARIA combobox of up to 10 active products).
-	// Without JavaScript it does nothing.
-	Suggest string
+	// Suggest is the collection whose active members typing in this
+	// control suggests (data-product-picker, its path, for app.js: the
+	// picker, an ARIA combobox of up to 10 of them, whose words name
+	// what is picked by the collection's names). Without JavaScript it
+	// does nothing.
+	Suggest *resource
 }
 
 // fields is the table of a resource, or of one row of a kindRows field.

@@ -417,12 +417,15 @@
   function isPicker(el) { return !!(el && el.matches && el.matches("input[data-product-picker]")); }
   function listOf(input) { return document.getElementById(input.id + "-products"); }
   function isOpen(input) { return input.getAttribute("aria-expanded") === "true"; }
+  // noun is what the input picks, as the server names it ("customer"),
+  // in the singular or (many) the plural.
+  function noun(input, many) { return input.getAttribute(many ? "data-picker-nouns" : "data-picker-noun"); }
   function options(input) {
     var l = listOf(input);
     return l ? Array.prototype.slice.call(l.querySelectorAll("[role=option]")) : [];
   }
 
-  // The polite live region of a form that says how many products match.
+  // The polite live region of a form that says how many match.
   function region(form) {
     var root = form || document.body, r = root.querySelector("[data-product-status]");
     if (!r) {
@@ -448,7 +451,8 @@
       list.id = input.id + "-products";
       list.setAttribute("data-product-options", "");
       list.setAttribute("role", "listbox");
-      list.setAttribute("aria-label", "Products");
+      var label = noun(input, true);
+      list.setAttribute("aria-label", label.charAt(0).toUpperCase() + label.slice(1));
       list.className = "product-options";
       list.hidden = true;
       input.after(list);
@@ -491,7 +495,7 @@
     pending = null;
     if (!n || document.activeElement !== input) {
       close(input);
-      if (!n) announce(input, "No product matches");
+      if (!n) announce(input, "No " + noun(input) + " matches");
       return;
     }
     opts.forEach(function (o, i) { o.id = input.id + "-products-" + i; });
@@ -499,8 +503,8 @@
     input.setAttribute("aria-expanded", "true");
     input.removeAttribute("aria-activedescendant");
     var total = parseInt(opts[0].getAttribute("data-total"), 10) || n;
-    announce(input, total > n ? n + " of " + total + (opts[0].hasAttribute("data-more") ? " or more" : "") + " matching products shown" :
-      n === 1 ? "1 product matches" : n + " products match");
+    announce(input, total > n ? n + " of " + total + (opts[0].hasAttribute("data-more") ? " or more" : "") + " matching " + noun(input, true) + " shown" :
+      n === 1 ? "1 " + noun(input) + " matches" : n + " " + noun(input, true) + " match");
     if (step) activate(input, step > 0 ? 0 : n - 1);
   }
 
@@ -556,7 +560,7 @@
       if (ctx.request.signal.aborted || input.value.trim() !== ctx.pickerTerm) return false;
       if (ctx.response.status !== 200) { close(input); return false; }
       for (var i = d.tasks.length - 1; i >= 0; i--) if (d.tasks[i].type === "partial") d.tasks.splice(i, 1);
-      if (!d.tasks.length) listOf(input).replaceChildren(); // no product matches
+      if (!d.tasks.length) listOf(input).replaceChildren(); // nothing matches
     },
     htmx_after_swap: function (elt, d) {
       if (isPicker(d.ctx.sourceElement)) show(d.ctx.sourceElement);
