@@ -262,3 +262,34 @@ func TestOrdersLinkToCustomers(t *testing.T) {
 				`data-product-picker="/products" data-picker-noun="product" data-picker-nouns="products"`, `data-product-field="id" data-picker-link`)
 	})
 }
+
+// TestCustomerListShowsOrderCounts: each row of the customer List says how
+// many orders link the customer, cancelled ones included, and so does the
+// row and the JSON an edit answers.
+func TestCustomerListShowsOrderCounts(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace"})
+		var o struct {
+			ID int64 `json:"id"`
+		}
+		for range 2 {
+			a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+				"items": []any{item("Widget", 1, "2.00")}}), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
+		}
+		a.do(t, http.MethodPut, orderResource.MemberPath(o.ID), testutil.JSON(map[string]any{"status": "cancelled"}), testutil.HJSON).
+			WantStatus(t, http.StatusOK)
+		cell := `<td class="num" data-label="Orders">2</td>`
+		a.get(t, customerResource.Path(), testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, `<th scope="col" class="num">Orders</th>`, cell)
+		a.do(t, http.MethodPut, customerResource.MemberPath(ada.ID), testutil.Form("name", "Ada King", "version", "1"),
+			testutil.HXTo("tr#"+customerResource.RowID(ada.ID))).WantStatus(t, http.StatusOK).WantContains(t, "Ada King", cell)
+		var c struct {
+			OrderCount int64 `json:"order_count"`
+		}
+		a.do(t, http.MethodPut, customerResource.MemberPath(ada.ID), testutil.JSON(map[string]any{"notes": "Countess"}), testutil.HJSON).
+			WantStatus(t, http.StatusOK).JSON(t, &c)
+		if c.OrderCount != 2 {
+			t.Errorf("PUT %s: order_count %d, want 2", customerResource.MemberPath(ada.ID), c.OrderCount)
+		}
+	})
+}

@@ -408,16 +408,25 @@ func (s *Store) GetCustomer(ctx context.Context, id int64) (*Customer, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if err := s.orderFacts(ctx, []*Customer{c}); err != nil {
+	if err := s.ordered(ctx, c); err != nil {
 		return nil, err
 	}
-	members, err := s.rdb.ZRange(ctx, s.customerOrders(id), 0, -1).Result()
+	return c, nil
+}
+
+// ordered sets what customer c has ordered: the order count, the last
+// order's time and the totals per currency (GetCustomer's cost).
+func (s *Store) ordered(ctx context.Context, c *Customer) error {
+	if err := s.orderFacts(ctx, []*Customer{c}); err != nil {
+		return err
+	}
+	members, err := s.rdb.ZRange(ctx, s.customerOrders(c.ID), 0, -1).Result()
 	if err != nil {
-		return nil, wrap(err)
+		return wrap(err)
 	}
 	os, err := s.loadMany(ctx, sortedIDs(members, true), members, false, func(o *Order) bool { return o.Status != Cancelled })
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sums := map[string]Money{}
 	for _, o := range os {
@@ -430,7 +439,7 @@ func (s *Store) GetCustomer(ctx context.Context, id int64) (*Customer, error) {
 		c.Totals[i].Total = sums[c.Totals[i].Currency]
 	}
 	slices.SortFunc(c.Totals, func(a, b CurrencyTotal) int { return strings.Compare(a.Currency, b.Currency) })
-	return c, nil
+	return nil
 }
 
 // customerOrders names the index of a customer's orders: one entry per
@@ -546,11 +555,16 @@ func (s *Store) CreateCustomer(ctx context.Context, in CustomerInput) (*Customer
 }
 
 // UpdateCustomer applies in to customer id, with the same version checks
-// as every record; a change that changes nothing keeps the version.
+// as every record; a change that changes nothing keeps the version. The
+// customer it returns has what it has ordered, as GetCustomer's does.
 func (s *Store) UpdateCustomer(ctx context.Context, id int64, in CustomerInput, ifMatch int64) (*Customer, error) {
-	return updateRecord(ctx, s, customerKind, id, ifMatch, in.Version, func(cur *Customer) (Customer, map[string]string) {
+	c, err := updateRecord(ctx, s, customerKind, id, ifMatch, in.Version, func(cur *Customer) (Customer, map[string]string) {
 		return applyCustomer(cur, in)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return c, s.ordered(ctx, c)
 }
 
 // DeleteCustomer removes customer id (its email is free again). A
