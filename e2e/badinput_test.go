@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -378,6 +379,221 @@ func productBadCases() []badCase {
 	return cs
 }
 
+// customerBadCases are the malformed customer requests (the same limits
+// and robustness rules as orders and products), and orders' links to
+// customers that are not there; /customers/1 exists with the email
+// exist@example.com, and order 1 links it.
+func customerBadCases() []badCase {
+	var cs []badCase
+	add := func(c badCase) { c.name = "customer: " + c.name; cs = append(cs, c) }
+	body := func(v any) []byte {
+		if s, ok := v.(string); ok {
+			return []byte(s)
+		}
+		return jsonOf(v)
+	}
+	j := func(name string, v any, want int, msg string) {
+		add(badCase{name: "POST json " + name, method: http.MethodPost, path: "/customers", ctype: ctJSON, body: body(v), want: want, msg: msg})
+	}
+	ju := func(name string, v any, want int, msg string) {
+		add(badCase{name: "PUT json " + name, method: http.MethodPut, path: "/customers/1", ctype: ctJSON, body: body(v), want: want, msg: msg})
+	}
+	f := func(name string, want int, msg string, kv ...string) {
+		add(badCase{name: "POST form " + name, method: http.MethodPost, path: "/customers", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+	}
+	fu := func(name string, want int, msg string, kv ...string) {
+		add(badCase{name: "PUT form " + name, method: http.MethodPut, path: "/customers/1", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+	}
+	get := func(query string, want int, msg string) {
+		add(badCase{name: "GET /customers?" + query, method: http.MethodGet, path: "/customers?" + query, want: want, msg: msg})
+	}
+	valid := func(field string, v any) map[string]any {
+		b := map[string]any{"name": "New", "email": "new@example.com"}
+		b[field] = v
+		return b
+	}
+	address := func(field string, v any) map[string]any {
+		return map[string]any{"name": "New", "address": map[string]any{field: v}}
+	}
+	mib := strings.Repeat("x", 1<<20)
+
+	// Too large.
+	j("over 1 MiB", `{"name":"Big","notes":"`+mib+`"}`, 413, "1 MiB")
+	f("over 1 MiB", 413, "1 MiB", "name", "Big", "address.line1", mib)
+	ct, mp := multipartOf("notes", mib)
+	add(badCase{name: "PUT multipart over 1 MiB", method: http.MethodPut, path: "/customers/1", ctype: ct, body: mp, want: 413, msg: "1 MiB"})
+	add(badCase{name: "DELETE with a body over 1 MiB", method: http.MethodDelete, path: "/customers/1", ctype: ctForm, body: formOf("version", "1", "pad", mib), want: 413, msg: "1 MiB"})
+
+	// Deep nesting and huge arrays.
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	j("10000-deep array as name", `{"name":`+deep+`}`, 400, "")
+	j("10000-deep object as address", `{"name":"A","address":`+strings.Repeat(`{"a":`, 10000)+"1"+strings.Repeat("}", 10000)+`}`, 400, "")
+	j("10000-deep array as address", `{"name":"A","address":`+deep+`}`, 400, "")
+	j("10000-deep array as the city", `{"name":"A","address":{"city":`+deep+`}}`, 400, "")
+	j("100000 numbers as email", `{"name":"A","email":[`+strings.TrimSuffix(strings.Repeat("1,", 100000), ",")+`]}`, 400, "email")
+
+	// Invalid UTF-8.
+	j("invalid UTF-8 in name", "{\"name\":\"Ada \xff\xfe\"}", 0, "UTF-8")
+	j("invalid UTF-8 in the city", "{\"name\":\"Ada\",\"address\":{\"city\":\"\xc3\x28\"}}", 0, "UTF-8")
+	fraw := func(name, method, path, b string, want int, msg string) {
+		add(badCase{name: method + " raw form " + name, method: method, path: path, ctype: ctForm, body: []byte(b), want: want, msg: msg})
+	}
+	fraw("invalid UTF-8 in name", http.MethodPost, "/customers", "name=Ada%FF%FE", 422, "UTF-8")
+	fraw("invalid UTF-8 in company", http.MethodPut, "/customers/1", "company=%C3%28", 422, "UTF-8")
+	ct, mp = multipartOf("notes", "bad \xff")
+	add(badCase{name: "PUT multipart invalid UTF-8 in notes", method: http.MethodPut, path: "/customers/1", ctype: ct, body: mp, want: 422, msg: "UTF-8"})
+
+	// Control characters and invisible text.
+	j("BEL in name", valid("name", "Ada\a"), 422, "control characters")
+	j("NUL in notes", valid("notes", "a\x00b"), 422, "control characters")
+	j("ESC in company", valid("company", "x\x1b[31m"), 422, "control characters")
+	j("NUL in the city", address("city", "Lon\x00don"), 422, "control characters")
+	j("a bidi override in name", valid("name", "evil\u202eeman"), 422, "bidirectional")
+	j("a name of invisible characters", valid("name", "\u200b\ufeff"), 422, "is required")
+	f("CR LF in name", 422, "control characters", "name", "Ada\r\nBcc: x")
+	f("a newline in address.line1", 422, "control characters", "name", "Ada", "address.line1", "1 Road\nLondon")
+	ju("C1 control in name", map[string]any{"name": "A\u0085da"}, 422, "control characters")
+
+	// Too long: every text field at its limit plus one.
+	j("121-char name", valid("name", strings.Repeat("c", 121)), 422, "at most 120")
+	j("121 two-byte characters in name", valid("name", strings.Repeat("é", 121)), 422, "at most 120")
+	j("121-char company", valid("company", strings.Repeat("c", 121)), 422, "at most 120")
+	j("2001-char notes", valid("notes", strings.Repeat("n", 2001)), 422, "at most 2000")
+	j("255-char email", valid("email", strings.Repeat("e", 243)+"@example.com"), 422, "")
+	j("33-char phone", valid("phone", strings.Repeat("1", 33)), 422, "at most 32")
+	for field, max := range map[string]int{"line1": 120, "line2": 120, "city": 80, "region": 80, "postal_code": 20} {
+		j(fmt.Sprintf("%d-char address.%s", max+1, field), address(field, strings.Repeat("a", max+1)), 422, fmt.Sprintf("at most %d", max))
+	}
+	f("81-char address.city", 422, "at most 80", "name", "A", "address.city", strings.Repeat("a", 81))
+	fu("2001-char notes", 422, "at most 2000", "notes", strings.Repeat("n", 2001))
+
+	// Wrong JSON types: 400 naming the field, never 422 or 500.
+	j("name a number", `{"name":42}`, 400, "name")
+	j("name an array", `{"name":["Ada"]}`, 400, "name")
+	j("name an object", `{"name":{"first":"Ada"}}`, 400, "name")
+	j("email a number", valid("email", 42), 400, "email")
+	j("phone a number", valid("phone", 4930123), 400, "phone")
+	j("company a bool", valid("company", true), 400, "company")
+	j("notes an array", valid("notes", []any{"x"}), 400, "notes")
+	j("address a string", valid("address", "1 Road, London"), 400, "address")
+	j("address an array", valid("address", []any{"1 Road"}), 400, "address")
+	j("address a number", valid("address", 7), 400, "address")
+	j("address.city a number", address("city", 12), 400, "city")
+	j("address.country an object", address("country", map[string]any{"code": "DE"}), 400, "country")
+	j("a duplicate key of another type", `{"name":"A","name":42}`, 400, "")
+	for _, b := range []string{"", "null", "[]", `"Ada"`, "42", `{"name":"A"}{}`, `{"name":"A"`, `{"name":"A"}]`, `{name:"A"}`, `{'name':'A'}`} {
+		j(fmt.Sprintf("body %q", b), b, 400, "")
+	}
+
+	// Unknown fields are no fields: without a name nothing is created.
+	j("unknown fields only", `{"nom":"Ada","mail":"ada@example.com","orders":[1]}`, 422, "is required")
+	j("an empty object", `{}`, 422, "is required")
+	j("the name nested in an unknown object", `{"customer":{"name":"Ada"}}`, 422, "is required")
+	j("the name as an address member", `{"address":{"name":"Ada"}}`, 422, "is required")
+	j("derived fields sent", `{"order_count":5,"totals":[],"id":9}`, 422, "is required")
+	f("unknown keys only", 422, "is required", "nom", "Ada", "address[city]", "London")
+
+	// Invalid values of the right type: 422 naming the field.
+	j("no name", map[string]any{"email": "a@example.com"}, 422, "is required")
+	j("a blank name", valid("name", " \t "), 422, "is required")
+	for _, e := range []string{"ada", "ada@", "@example.com", "Ada <ada@example.com>", "a@example.com, b@example.com", "a b@example.com"} {
+		j("email "+e, valid("email", e), 422, "email address")
+	}
+	for _, p := range []string{"call me", "+", "()-", "12#34", "1\u00a02"} {
+		j("phone "+p, valid("phone", p), 422, "")
+	}
+	for _, c := range []string{"DEU", "D", "EU", "ZZ", "UK", "DD", "419", "1A", "dé"} {
+		j("country "+c, address("country", c), 422, "ISO 3166-1")
+	}
+	for _, e := range []string{"exist@example.com", "EXIST@example.com", " Exist@Example.com "} {
+		j("duplicate email "+e, valid("email", e), 422, "is already the email of customer 1")
+		f("duplicate email "+e, 422, "is already the email of customer 1", "name", "Dup", "email", e)
+	}
+	f("a blank name", 422, "is required", "name", " ")
+	f("country DEU", 422, "ISO 3166-1", "name", "A", "address.country", "DEU")
+	ju("a blank name", map[string]any{"name": ""}, 422, "is required")
+	ju("a null address with a bad email", `{"address":null,"email":"nope"}`, 422, "email address")
+	fu("a bad phone", 422, "", "phone", "+49 (30) abc")
+
+	// Versions.
+	for _, v := range []string{`"abc"`, `"1"`, "0", "-1", "1.5", "1e400", "null2", "true"} {
+		ju("version "+v, `{"name":"V","version":`+v+`}`, 400, "")
+	}
+	for _, v := range []string{"abc", "0", "-1", "1.0", " ", "99999999999999999999"} {
+		fu(fmt.Sprintf("version %q", v), 400, "version", "name", "V", "version", v)
+	}
+	for _, v := range []string{"abc", "0", "", "1.5"} {
+		add(badCase{name: fmt.Sprintf("DELETE ?version=%q", v), method: http.MethodDelete, path: "/customers/1?version=" + url.QueryEscape(v), want: 400, msg: "version"})
+	}
+	ju("a stale version", map[string]any{"name": "V", "version": 99}, 409, "")
+	add(badCase{name: "DELETE a stale version", method: http.MethodDelete, path: "/customers/1?version=2", want: 409})
+	add(badCase{name: "PUT If-Match of another customer", method: http.MethodPut, path: "/customers/1", ctype: ctJSON,
+		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"c2v1-json"`}})
+	add(badCase{name: "PUT If-Match of product 1", method: http.MethodPut, path: "/customers/1", ctype: ctJSON,
+		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"p1v1-json"`}})
+	add(badCase{name: "DELETE If-Match garbage", method: http.MethodDelete, path: "/customers/1", want: 412, h: testutil.H{"If-Match": "garbage"}})
+
+	// A customer with orders is not deleted, at its own version either.
+	add(badCase{name: "DELETE a customer with an order", method: http.MethodDelete, path: "/customers/1?version=1", want: 409, msg: "has 1 order"})
+	add(badCase{name: "DELETE a customer with an order, no version", method: http.MethodDelete, path: "/customers/1", want: 409, msg: "has 1 order"})
+
+	// An order's link names a stored customer, by its number.
+	oj := func(name, method, path string, v any, want int, msg string) {
+		add(badCase{name: method + " order json " + name, method: method, path: path, ctype: ctJSON, body: body(v), want: want, msg: msg})
+	}
+	for _, id := range []any{2, 999, "99999999999999999999", "0"} {
+		oj(fmt.Sprintf("customer_id %v", id), http.MethodPost, "/orders", map[string]any{"customer": "A", "customer_id": id}, 422, "customer_id")
+		oj(fmt.Sprintf("customer_id %v", id), http.MethodPut, "/orders/1", map[string]any{"customer_id": id}, 422, "customer_id")
+	}
+	for _, id := range []string{"abc", "-1", "1.5", "1e3", "0x1", "１"} {
+		oj("customer_id "+id, http.MethodPost, "/orders", map[string]any{"customer": "A", "customer_id": id}, 422, "customer's number")
+	}
+	oj("customer_id an object", http.MethodPost, "/orders", `{"customer":"A","customer_id":{"id":1}}`, 400, "customer_id")
+	oj("customer_id an array", http.MethodPut, "/orders/1", `{"customer_id":[1]}`, 400, "customer_id")
+	oj("customer_id a bool", http.MethodPost, "/orders", `{"customer":"A","customer_id":true}`, 400, "customer_id")
+	add(badCase{name: "POST order form customer_id 999", method: http.MethodPost, path: "/orders", ctype: ctForm,
+		body: formOf("customer", "A", "customer_id", "999"), want: 422, msg: "no customer 999"})
+	add(badCase{name: "PUT order form customer_id abc", method: http.MethodPut, path: "/orders/1", ctype: ctForm,
+		body: formOf("customer_id", "abc"), want: 422, msg: "customer's number"})
+
+	// _method overrides.
+	for _, m := range []string{"PATCH", "GET", "POST", "PUT\x00", "DELETE ME"} {
+		add(badCase{name: fmt.Sprintf("POST raw form _method %q", m), method: http.MethodPost, path: "/customers/1", ctype: ctForm,
+			body: []byte("_method=" + url.QueryEscape(m) + "&name=M"), want: 400, msg: "_method"})
+	}
+	add(badCase{name: "POST json with _method DELETE", method: http.MethodPost, path: "/customers/1", ctype: ctJSON, body: []byte(`{"_method":"DELETE"}`), want: 405})
+	add(badCase{name: "POST query ?_method=DELETE", method: http.MethodPost, path: "/customers/1?_method=DELETE", ctype: ctJSON, body: []byte(`{"name":"M"}`), want: 405})
+	add(badCase{name: "multipart garbage", method: http.MethodPost, path: "/customers", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("this is not multipart at all"), want: 400, msg: "multipart"})
+	add(badCase{name: "multipart truncated", method: http.MethodPost, path: "/customers", ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("--xyz\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAda"), want: 400, msg: "multipart"})
+
+	// Content-Type missing or garbled.
+	for _, ct := range []string{"", "text/plain", "application/jso n", "application/xml", "text/html"} {
+		add(badCase{name: fmt.Sprintf("POST Content-Type %q", ct), method: http.MethodPost, path: "/customers", ctype: ct,
+			body: []byte(`{"name":"CT"}`), want: 415})
+	}
+	add(badCase{name: "PUT without Content-Type", method: http.MethodPut, path: "/customers/1", body: []byte(`{"name":"CT"}`), want: 415})
+
+	// Odd ids in the path.
+	for _, p := range []string{"1%00", "..%2f", "99999999999999999999", "0", "01", "-1", "1.0", "1e3", "%31", "2", "１"} {
+		add(badCase{name: "GET /customers/" + p, method: http.MethodGet, path: "/customers/" + p, want: 404})
+		add(badCase{name: "GET /customers/" + p + "/edit", method: http.MethodGet, path: "/customers/" + p + "/edit", want: 404})
+		add(badCase{name: "PUT /customers/" + p, method: http.MethodPut, path: "/customers/" + p, ctype: ctJSON, body: []byte(`{"name":"Path"}`), want: 0})
+		add(badCase{name: "DELETE /customers/" + p, method: http.MethodDelete, path: "/customers/" + p, want: 0})
+	}
+
+	// The List's query.
+	for _, s := range []string{"sku", "bogus", "customer", "-total", "name;DROP", "%00"} {
+		get("sort="+s, 400, "sort must be one of")
+	}
+	for _, n := range []string{"abc", "1.5", "1e3", "0x10", "%00", "１"} {
+		get("page="+n, 400, "page must be a whole number")
+		get("per_page="+n, 400, "per_page must be a whole number")
+	}
+	return cs
+}
+
 // checkMessage checks a 4xx answer is in the representation asked for and
 // says what is wrong.
 func checkMessage(t *testing.T, what string, r *testutil.Resp, wantJSON bool, msg string) {
@@ -426,14 +642,16 @@ func TestBadInput(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	app := inProcess(t, rdb)
 
+	send(t, app, http.MethodPost, "/customers", ctJSON,
+		jsonOf(map[string]any{"name": "Existing", "email": "exist@example.com"}), testutil.HJSON).WantStatus(t, 201)
 	send(t, app, http.MethodPost, "/orders", ctJSON,
-		jsonOf(map[string]any{"customer": "Existing", "items": []any{item("Cup", 2, "3.50")}}), testutil.HJSON).WantStatus(t, 201)
+		jsonOf(map[string]any{"customer": "Existing", "customer_id": 1, "items": []any{item("Cup", 2, "3.50")}}), testutil.HJSON).WantStatus(t, 201)
 	send(t, app, http.MethodPost, "/products", ctJSON,
 		jsonOf(map[string]any{"sku": "EXIST-1", "name": "Existing", "unit_price": "3.50"}), testutil.HJSON).WantStatus(t, 201)
 	before := mr.Dump()
 
 	tried, changed, perStatus := 0, 0, map[int]int{}
-	for _, c := range append(badCases(), productBadCases()...) {
+	for _, c := range slices.Concat(badCases(), productBadCases(), customerBadCases()) {
 		for _, rep := range []struct {
 			name string
 			h    testutil.H
@@ -480,16 +698,29 @@ func TestBadInput(t *testing.T) {
 	if pl.Total != 1 || p["version"] != float64(1) || p["sku"] != "EXIST-1" || p["active"] != true {
 		t.Fatalf("after the malformed requests: %d products, product 1 %v; want 1 product, EXIST-1 at version 1, active", pl.Total, p)
 	}
-	// A new product is still numbered 2: no refused create used an id.
-	var created struct {
-		ID int64 `json:"id"`
+	var cl struct {
+		Total int64 `json:"total"`
 	}
-	send(t, app, http.MethodPost, "/products", ctJSON, jsonOf(map[string]any{"sku": "AFTER", "name": "After", "unit_price": "1"}), testutil.HJSON).
-		WantStatus(t, 201).JSON(t, &created)
-	if created.ID != 2 {
-		t.Errorf("the first product after the malformed requests is %d, want 2", created.ID)
+	send(t, app, http.MethodGet, "/customers", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &cl)
+	cu := send(t, app, http.MethodGet, "/customers/1", "", nil, testutil.HJSON).WantStatus(t, 200).Object(t)
+	if cl.Total != 1 || cu["version"] != float64(1) || cu["email"] != "exist@example.com" || cu["order_count"] != float64(1) {
+		t.Fatalf("after the malformed requests: %d customers, customer 1 %v; want 1 customer, exist@example.com at version 1 with 1 order", cl.Total, cu)
 	}
-	t.Logf("%d malformed requests (%d cases × JSON, page, htmx; orders and products): answers %v; Redis unchanged after every one", tried, tried/3, perStatus)
+	// A new product and a new customer are still numbered 2: no refused
+	// create used an id.
+	for path, v := range map[string]map[string]any{
+		"/products":  {"sku": "AFTER", "name": "After", "unit_price": "1"},
+		"/customers": {"name": "After", "email": "after@example.com"},
+	} {
+		var created struct {
+			ID int64 `json:"id"`
+		}
+		send(t, app, http.MethodPost, path, ctJSON, jsonOf(v), testutil.HJSON).WantStatus(t, 201).JSON(t, &created)
+		if created.ID != 2 {
+			t.Errorf("the first of %s after the malformed requests is %d, want 2", path, created.ID)
+		}
+	}
+	t.Logf("%d malformed requests (%d cases × JSON, page, htmx; orders, products and customers): answers %v; Redis unchanged after every one", tried, tried/3, perStatus)
 }
 
 // TestBadInputOverHTTP sends the malformed requests that fasthttp itself

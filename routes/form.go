@@ -109,9 +109,15 @@ func (f *orderForm) RowField(name string) fieldView {
 }
 
 // orderControl adds what the order's state says about a control: the
-// statuses it may take, a currency that can no longer change.
+// statuses it may take, a currency that can no longer change, and the
+// message of the customer link, whose input is hidden, under the
+// customer's name.
 func (f *orderForm) orderControl(v fieldView) fieldView {
 	switch v.Name {
+	case "customer":
+		if v.Msg == "" && f.Err("customer_id") != "" {
+			v.Msg = f.field("customer_id", "").Msg
+		}
 	case "status":
 		for _, s := range f.StatusOptions {
 			v.Options = append(v.Options, option{Value: string(s), Label: statusTitle(s), Selected: string(s) == v.Value})
