@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,70 +35,11 @@ type productJSON struct {
 	Version   int64       `json:"version"`
 }
 
-// ackedProducts is what the product writers were told: the last
-// acknowledged state of every product, acknowledged deletes, and products
-// whose delete had an unknown outcome.
-type ackedProducts struct {
-	mu        sync.Mutex
-	products  map[int64]productJSON
-	deleted   map[int64]string // the SKU it had
-	maybeGone map[int64]bool
-	hot       []int64
-	counts    map[string]int
-	problems  []string
-	// For the history check, as acked has them.
-	versions    map[int64]map[int64]bool
-	lost        map[int64]map[int64]bool
-	lostCreates int
-	delVersion  map[int64]int64
-}
+// ackedProducts is what the product writers were told (deleted holds
+// the SKU a deleted product had).
+type ackedProducts = ackedRecords[productJSON]
 
-func newAckedProducts() *ackedProducts {
-	return &ackedProducts{products: map[int64]productJSON{}, deleted: map[int64]string{}, maybeGone: map[int64]bool{}, counts: map[string]int{},
-		versions: map[int64]map[int64]bool{}, lost: map[int64]map[int64]bool{}, delVersion: map[int64]int64{}}
-}
-
-// unknown records a write whose answer was lost: a create (id 0), or a
-// write to product id carrying version.
-func (a *ackedProducts) unknown(id, version int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.counts["unknown"]++
-	if id == 0 {
-		a.lostCreates++
-		return
-	}
-	addTo(a.lost, id, version)
-}
-
-func (a *ackedProducts) count(what string) {
-	a.mu.Lock()
-	a.counts[what]++
-	a.mu.Unlock()
-}
-
-func (a *ackedProducts) problem(what, format string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.counts[what]++
-	if len(a.problems) < 10 {
-		a.problems = append(a.problems, fmt.Sprintf(format, args...))
-	}
-}
-
-// ack records an acknowledged state of p (the highest version wins).
-func (a *ackedProducts) ack(p productJSON) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	addTo(a.versions, p.ID, p.Version)
-	if _, gone := a.deleted[p.ID]; gone {
-		return
-	}
-	if cur, ok := a.products[p.ID]; ok && p.Version <= cur.Version {
-		return
-	}
-	a.products[p.ID] = p
-}
+func newAckedProducts() *ackedProducts { return newAckedRecords[productJSON]() }
 
 // catalogue is what checkCatalogue found: counts of what was checked and
 // one count per kind of problem, each of which must be zero.
@@ -110,16 +50,8 @@ type catalogue struct {
 	// its claims nor store.Repair were checked.
 	httpOnly bool
 
+	listFaults
 	SharedSKU     int // two products with one SKU, case aside
-	WrongTotal    int // a list's total is not the number of its rows
-	Duplicate     int // a product twice in one list
-	Missing       int // an existing product absent from a list it belongs in
-	Dangling      int // a listed product that does not exist
-	WrongList     int // a listed product that does not belong in that list
-	StaleRow      int // a row that differs from GET /products/<id>
-	Unreadable    int // an acknowledged product that does not exist
-	OlderThanAck  int // a product older than its last acknowledged version
-	DeletedExists int // an acknowledged delete that is readable
 	SearchMissing int // q=<its SKU> does not find the product
 	ClaimMissing  int // a product whose SKU claim is absent or names another id
 	ClaimDangling int // a claim that names no product, or one with another SKU
@@ -127,24 +59,11 @@ type catalogue struct {
 	LoadProblems  int // wrong answers the load got (a stale version accepted, ...)
 	// History is what the products' histories say (history_test.go).
 	History *histories
-
-	mu      sync.Mutex
-	details []string
 }
 
 func (c *catalogue) problems() int {
-	return c.SharedSKU + c.WrongTotal + c.Duplicate + c.Missing + c.Dangling + c.WrongList + c.StaleRow + c.Unreadable +
-		c.OlderThanAck + c.DeletedExists + c.SearchMissing + c.ClaimMissing + c.ClaimDangling + c.RepairFound + c.LoadProblems +
+	return c.listProblems() + c.SharedSKU + c.SearchMissing + c.ClaimMissing + c.ClaimDangling + c.RepairFound + c.LoadProblems +
 		c.History.problems()
-}
-
-func (c *catalogue) add(field *int, format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	*field++
-	if len(c.details) < 30 {
-		c.details = append(c.details, fmt.Sprintf(format, args...))
-	}
 }
 
 func (c *catalogue) String() string {
@@ -169,42 +88,9 @@ func wantCatalogue(t *testing.T, c *catalogue) {
 	}
 }
 
-// productPage is one page of GET /products as JSON.
-type productPage struct {
-	Products []productJSON `json:"products"`
-	Total    int64         `json:"total"`
-	Next     *string       `json:"next"`
-}
-
 // walkProducts reads every page of GET /products?per_page=100&<query>.
 func walkProducts(base, query string) (rows []productJSON, totals []int64, err error) {
-	next := "/products?per_page=100"
-	if query != "" {
-		next += "&" + query
-	}
-	for pages := 0; next != ""; pages++ {
-		if pages > 1000 {
-			return nil, nil, fmt.Errorf("GET /products?%s: more than 1,000 pages", query)
-		}
-		r, err := call(base, http.MethodGet, next, "", nil, testutil.HJSON)
-		if err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %v", next, err)
-		}
-		if r.Status != http.StatusOK {
-			return nil, nil, fmt.Errorf("GET %s: %d %s, want 200", next, r.Status, testutil.Snippet(r.Body))
-		}
-		var p productPage
-		if err := r.Decode(&p); err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %v in %s", next, err, testutil.Snippet(r.Body))
-		}
-		rows = append(rows, p.Products...)
-		totals = append(totals, p.Total)
-		next = ""
-		if p.Next != nil {
-			next = *p.Next
-		}
-	}
-	return rows, totals, nil
+	return walkPages[productJSON](base, "/products", "products", query)
 }
 
 // checkCatalogue checks the products of the app at base, and of the store
@@ -225,71 +111,14 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 	}
 	c.details = append(c.details, a.problems...)
 
-	// Every product that exists: ids are handed out in sequence (a
-	// refused create may skip one), so probe past the highest id seen
-	// until 200 in a row do not exist.
-	maxID := int64(0)
-	for id := range a.products {
-		maxID = max(maxID, id)
-	}
-	for id := range a.deleted {
-		maxID = max(maxID, id)
-	}
-	records := map[int64]productJSON{}
-	var mu sync.Mutex
-	var failed []string
-	probe := func(from, to int64) int64 {
-		ids := make(chan int64)
-		var wg sync.WaitGroup
-		var highest int64
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for id := range ids {
-					r, err := call(base, http.MethodGet, "/products/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON)
-					mu.Lock()
-					switch {
-					case err != nil:
-						failed = append(failed, fmt.Sprintf("GET /products/%d: %v", id, err))
-					case r.Status == http.StatusOK:
-						var p productJSON
-						if err := r.Decode(&p); err != nil || p.ID != id {
-							failed = append(failed, fmt.Sprintf("GET /products/%d: %v %s", id, err, testutil.Snippet(r.Body)))
-						} else {
-							records[id] = p
-							highest = max(highest, id)
-						}
-					case r.Status != http.StatusNotFound:
-						failed = append(failed, fmt.Sprintf("GET /products/%d: %d %s, want 200 or 404", id, r.Status, testutil.Snippet(r.Body)))
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		for id := from; id <= to; id++ {
-			ids <- id
-		}
-		close(ids)
-		wg.Wait()
-		return highest
-	}
-	for from, to := int64(1), maxID+200; ; {
-		h := probe(from, to)
-		if h <= to-200 {
-			break
-		}
-		from, to = to+1, h+200
-	}
+	// Every product that exists.
+	maxID := a.maxID()
+	records, failed := probeRecords[productJSON](base, "/products", maxID)
 	if len(failed) > 0 {
-		t.Fatalf("reading every product failed:\n%s", strings.Join(failed[:min(len(failed), 10)], "\n"))
+		t.Fatalf("reading every product failed:\n%s", strings.Join(failed, "\n"))
 	}
 	c.Exist = len(records)
-	ids := make([]int64, 0, len(records))
-	for id := range records {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	ids := sortedIDs(records)
 
 	holders := map[string]int64{}
 	for _, id := range ids {
@@ -300,58 +129,12 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 		}
 		holders[k] = id
 	}
-	for id, want := range a.products {
-		if a.maybeGone[id] {
-			continue
-		}
-		c.Live++
-		p, ok := records[id]
-		switch {
-		case !ok:
-			c.add(&c.Unreadable, "acknowledged product %d (v%d, %s) does not exist", id, want.Version, want.SKU)
-		case p.Version < want.Version:
-			c.add(&c.OlderThanAck, "product %d is at v%d, acknowledged at v%d", id, p.Version, want.Version)
-		}
-	}
-	for id, sku := range a.deleted {
-		if p, ok := records[id]; ok {
-			c.add(&c.DeletedExists, "deleted product %d (%s) is readable (v%d, %s)", id, sku, p.Version, p.SKU)
-		}
-	}
+	c.Live = checkAcked(&c.listFaults, "product", records, a)
 
 	// Every list: the whole catalogue, each filter, each sort.
 	checkList := func(query string, belongs func(productJSON) bool) {
-		rows, totals, err := walkProducts(base, query)
-		if err != nil {
-			t.Fatalf("list %s: %v", query, err)
-		}
-		for _, total := range totals {
-			if total != int64(len(rows)) {
-				c.add(&c.WrongTotal, "list ?%s says total %d, holds %d rows", query, total, len(rows))
-				break
-			}
-		}
-		seen := map[int64]bool{}
-		for _, row := range rows {
-			if seen[row.ID] {
-				c.add(&c.Duplicate, "product %d twice in list ?%s", row.ID, query)
-			}
-			seen[row.ID] = true
-			p, ok := records[row.ID]
-			switch {
-			case !ok:
-				c.add(&c.Dangling, "list ?%s holds product %d, which does not exist", query, row.ID)
-			case !belongs(p):
-				c.add(&c.WrongList, "list ?%s holds product %d (%s, active %v)", query, row.ID, p.SKU, p.Active)
-			case row != p:
-				c.add(&c.StaleRow, "list ?%s shows product %d as %+v, it is %+v", query, row.ID, row, p)
-			}
-		}
-		for _, id := range ids {
-			if p := records[id]; belongs(p) && !seen[id] {
-				c.add(&c.Missing, "product %d (v%d %s, active %v) is missing from list ?%s", id, p.Version, p.SKU, p.Active, query)
-			}
-		}
+		rows := checkListOf(t, &c.listFaults, base, "/products", "products", query, records, ids, belongs,
+			func(row, p productJSON) bool { return row == p })
 		if query == "" {
 			c.Listed = len(rows)
 		}
@@ -392,8 +175,7 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 		current[id] = p.Version
 		maxID = max(maxID, id)
 	}
-	c.History = checkHistories(base, "/products", maxID, current, historyAcks{known: loaded, versions: a.versions, lost: a.lost,
-		lostCreates: a.lostCreates, deleted: a.delVersion, maybeGone: a.maybeGone})
+	c.History = checkHistories(base, "/products", maxID, current, a.historyAcks(loaded))
 	for _, d := range c.History.details {
 		if len(c.details) < 60 {
 			c.details = append(c.details, "history: "+d)
@@ -449,7 +231,10 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 			c.add(&c.ClaimMissing, "product %d (%s): its claim holds %q (%v), want %d", id, p.SKU, got, err, id)
 		}
 	}
-	var keys []string
+	var (
+		keys []string
+		mu   sync.Mutex // ForEachMaster scans the masters at once
+	)
 	scan := func(ctx context.Context, n redis.Cmdable) error {
 		iter := n.Scan(ctx, 0, claimPrefix+"*", 1000).Iterator()
 		var found []string

@@ -283,13 +283,15 @@ func jsonOf(v any) []byte { return testutil.JSON(v).Data }
 
 // orderJSON is an order as the JSON representation shows it.
 type orderJSON struct {
-	ID        int64       `json:"id"`
-	Customer  string      `json:"customer"`
-	Status    string      `json:"status"`
-	Items     []itemJSON  `json:"items"`
-	ItemCount int         `json:"item_count"`
-	Total     store.Money `json:"total"`
-	Version   int64       `json:"version"`
+	ID       int64  `json:"id"`
+	Customer string `json:"customer"`
+	// CustomerID is the linked customer (0: none).
+	CustomerID int64       `json:"customer_id"`
+	Status     string      `json:"status"`
+	Items      []itemJSON  `json:"items"`
+	ItemCount  int         `json:"item_count"`
+	Total      store.Money `json:"total"`
+	Version    int64       `json:"version"`
 }
 
 type itemJSON struct {

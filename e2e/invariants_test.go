@@ -2,15 +2,10 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-
-	"orders/testutil"
 )
 
 // invariants is what checkInvariants found wrong, one count per kind of
@@ -23,38 +18,22 @@ type invariants struct {
 	// Searches is how many name searches were checked.
 	Searches int
 
-	WrongTotal    int // a page's total is not the number of rows its list holds
-	Duplicate     int // an order twice in one list
-	Missing       int // an existing order absent from a list it belongs in
-	Dangling      int // a listed order that does not exist
-	WrongList     int // a listed order that does not belong in that list (status, name)
-	StaleRow      int // a row that differs from GET /orders/<id>
-	Unreadable    int // an acknowledged order that does not exist
-	OlderThanAck  int // an order older than its last acknowledged version
-	DeletedExists int // an acknowledged delete that is readable or found by its name
+	// listFaults' DeletedExists counts deletes found by their name too.
+	listFaults
 	SearchMissing int // q=<a word of its name> does not find the order
 	SearchStale   int // q=<a word of an old name> finds something
 	StaleAccepted int // a PUT with an older version answered 2xx
 	BothWon       int // a DELETE and a PUT carrying the same version both answered 2xx
 	// History is what the orders' histories say (history_test.go).
 	History *histories
-
-	mu      sync.Mutex
-	details []string
+	// Customers is what the customers and the orders' links to them
+	// show (checkCustomers).
+	Customers *customerChecks
 }
 
 func (v *invariants) problems() int {
-	return v.WrongTotal + v.Duplicate + v.Missing + v.Dangling + v.WrongList + v.StaleRow + v.Unreadable +
-		v.OlderThanAck + v.DeletedExists + v.SearchMissing + v.SearchStale + v.StaleAccepted + v.BothWon + v.History.problems()
-}
-
-func (v *invariants) add(field *int, format string, args ...any) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	*field++
-	if len(v.details) < 30 {
-		v.details = append(v.details, fmt.Sprintf(format, args...))
-	}
+	return v.listProblems() + v.SearchMissing + v.SearchStale + v.StaleAccepted + v.BothWon + v.History.problems() +
+		v.Customers.problems()
 }
 
 func (v *invariants) String() string {
@@ -66,43 +45,10 @@ func (v *invariants) String() string {
 		v.Unreadable, v.OlderThanAck, v.DeletedExists, v.SearchMissing, v.SearchStale, v.StaleAccepted, v.BothWon, v.History)
 }
 
-// listPage is one page of GET /orders as JSON.
-type listPage struct {
-	Orders []orderJSON `json:"orders"`
-	Total  int64       `json:"total"`
-	Next   *string     `json:"next"`
-}
-
 // walkList reads every page of GET /orders?per_page=100&<query>; totals
 // are what each page claimed.
 func walkList(base, query string) (rows []orderJSON, totals []int64, err error) {
-	next := "/orders?per_page=100"
-	if query != "" {
-		next += "&" + query
-	}
-	for pages := 0; next != ""; pages++ {
-		if pages > 10000 {
-			return nil, nil, fmt.Errorf("GET /orders?%s: more than 10,000 pages", query)
-		}
-		r, err := call(base, http.MethodGet, next, "", nil, testutil.HJSON)
-		if err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %v", next, err)
-		}
-		if r.Status != http.StatusOK {
-			return nil, nil, fmt.Errorf("GET %s: %d %s, want 200", next, r.Status, testutil.Snippet(r.Body))
-		}
-		var p listPage
-		if err := r.Decode(&p); err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %v in %s", next, err, testutil.Snippet(r.Body))
-		}
-		rows = append(rows, p.Orders...)
-		totals = append(totals, p.Total)
-		next = ""
-		if p.Next != nil {
-			next = *p.Next
-		}
-	}
-	return rows, totals, nil
+	return walkPages[orderJSON](base, "/orders", "orders", query)
 }
 
 // nameWord is the first word of a customer name: the chaos load makes it
@@ -159,63 +105,17 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	if rows, _, err := walkList(base, "per_page=1&page=1"); err == nil && len(rows) > 0 {
 		maxID = max(maxID, rows[0].ID)
 	}
-	records := map[int64]orderJSON{}
+	records, failed := probeRecords[orderJSON](base, "/orders", maxID)
+	if len(failed) > 0 {
+		t.Fatalf("reading every order failed:\n%s", strings.Join(failed, "\n"))
+	}
 	var recMu sync.Mutex
-	var failed []string
 	fail := func(format string, args ...any) {
 		recMu.Lock()
 		defer recMu.Unlock()
 		if len(failed) < 10 {
 			failed = append(failed, fmt.Sprintf(format, args...))
 		}
-	}
-	probe := func(from, to int64) int64 { // returns the highest existing id
-		ids := make(chan int64)
-		var wg sync.WaitGroup
-		var highest int64
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for id := range ids {
-					r, err := call(base, http.MethodGet, "/orders/"+strconv.FormatInt(id, 10), "", nil, testutil.HJSON)
-					switch {
-					case err != nil:
-						fail("GET /orders/%d: %v", id, err)
-					case r.Status == http.StatusOK:
-						var o orderJSON
-						if err := r.Decode(&o); err != nil || o.ID != id {
-							fail("GET /orders/%d: %v %s", id, err, testutil.Snippet(r.Body))
-							continue
-						}
-						recMu.Lock()
-						records[id] = o
-						highest = max(highest, id)
-						recMu.Unlock()
-					case r.Status != http.StatusNotFound:
-						fail("GET /orders/%d: %d %s, want 200 or 404", id, r.Status, testutil.Snippet(r.Body))
-					}
-				}
-			}()
-		}
-		for id := from; id <= to; id++ {
-			ids <- id
-		}
-		close(ids)
-		wg.Wait()
-		return highest
-	}
-	// Past the highest id seen, keep probing while orders turn up (creates
-	// whose answer was lost), until 200 ids in a row do not exist.
-	for from, to := int64(1), maxID+200; ; {
-		h := probe(from, to)
-		if h <= to-200 {
-			break
-		}
-		from, to = to+1, h+200
-	}
-	if len(failed) > 0 {
-		t.Fatalf("reading every order failed:\n%s", strings.Join(failed, "\n"))
 	}
 	v.Exist = len(records)
 
@@ -240,45 +140,12 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 
 	// checkList walks one list and compares it with the records that
 	// belong in it.
-	checkList := func(label, query string, belongs func(orderJSON) bool) []orderJSON {
-		rows, totals, err := walkList(base, query)
-		if err != nil {
-			t.Fatalf("list %s: %v", label, err)
-		}
-		for _, total := range totals {
-			if total != int64(len(rows)) {
-				v.add(&v.WrongTotal, "list %s says total %d, holds %d rows", label, total, len(rows))
-				break
-			}
-		}
-		seen := map[int64]bool{}
-		for _, row := range rows {
-			if seen[row.ID] {
-				v.add(&v.Duplicate, "order %d twice in list %s", row.ID, label)
-			}
-			seen[row.ID] = true
-			o, ok := records[row.ID]
-			switch {
-			case !ok:
-				v.add(&v.Dangling, "list %s holds order %d, which does not exist", label, row.ID)
-			case !belongs(o):
-				v.add(&v.WrongList, "list %s holds order %d, which is %s %q", label, row.ID, o.Status, o.Customer)
-			case row.Version != o.Version || row.Status != o.Status || row.Customer != o.Customer || row.Total != o.Total:
-				v.add(&v.StaleRow, "list %s shows order %d as v%d %s %q %s, it is v%d %s %q %s", label, row.ID,
-					row.Version, row.Status, row.Customer, row.Total, o.Version, o.Status, o.Customer, o.Total)
-			}
-		}
-		ids := make([]int64, 0, len(records))
-		for id := range records {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		for _, id := range ids {
-			if o := records[id]; belongs(o) && !seen[id] {
-				v.add(&v.Missing, "order %d (v%d %s %q) is missing from list %s", id, o.Version, o.Status, o.Customer, label)
-			}
-		}
-		return rows
+	ids := sortedIDs(records)
+	checkList := func(_, query string, belongs func(orderJSON) bool) []orderJSON {
+		return checkListOf(t, &v.listFaults, base, "/orders", "orders", query, records, ids, belongs, func(row, o orderJSON) bool {
+			return row.Version == o.Version && row.Status == o.Status && row.Customer == o.Customer && row.Total == o.Total &&
+				row.CustomerID == o.CustomerID
+		})
 	}
 	all := checkList("of all orders", "", func(orderJSON) bool { return true })
 	v.Listed = len(all)
@@ -315,11 +182,6 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 			search{"q=" + w + "&status=" + o.Status, o.ID, "its name and status"})
 		sampled++
 	}
-	ids := make([]int64, 0, len(records))
-	for id := range records {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		o := records[id]
 		old := 0
@@ -407,6 +269,12 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	for _, d := range v.History.details {
 		if len(v.details) < 60 {
 			v.details = append(v.details, "history: "+d)
+		}
+	}
+	v.Customers = checkCustomers(t, base, a.customers, records)
+	for _, d := range v.Customers.details {
+		if len(v.details) < 90 {
+			v.details = append(v.details, "customers: "+d)
 		}
 	}
 	return v
