@@ -121,8 +121,8 @@ type customerChecks struct {
 	Exist, Listed, Live, Links, Refused int
 
 	listFaults
-	SharedEmail    int // two customers with one email, case aside
-	SearchMissing  int // q=<a word of its name> does not find the customer
+	SharedEmail   int // two customers with one email, case aside
+	SearchMissing int // q=<a word of its name> does not find the customer
 	// LinkDangling counts orders that name a customer that does not
 	// exist: a known bug (TestCustomerDeleteRacingAnOrderLink), reported
 	// on the summary line but not counted among the problems.
