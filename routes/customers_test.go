@@ -293,3 +293,65 @@ func TestCustomerListShowsOrderCounts(t *testing.T) {
 		}
 	})
 }
+
+// TestCustomerWithOrdersDeleteSaysHowMany: a delete of a customer whose
+// orders link it is refused with a 409 that says how many orders, from
+// the API, the customer's page (a form and htmx) and its List row alike;
+// the customer stays.
+func TestCustomerWithOrdersDeleteSaysHowMany(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace"})
+		for range 3 {
+			a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+				"items": []any{item("Widget", 1, "2.00")}}), testutil.HJSON).WantStatus(t, http.StatusCreated)
+		}
+		member := customerResource.MemberPath(ada.ID)
+		const says = "has 3 orders; a customer with orders cannot be deleted"
+		r := a.do(t, http.MethodDelete, member+"?version=1", testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusConflict)
+		if msg, _ := r.Object(t)["error"].(string); !strings.Contains(msg, says) {
+			t.Errorf("%s: error %q, want it to say %q", r.What, msg, says)
+		}
+		a.do(t, http.MethodPost, member, testutil.Form("_method", "DELETE", "version", "1"), testutil.HPage).
+			WantStatus(t, http.StatusConflict).WantContains(t, says)
+		a.do(t, http.MethodDelete, member+"?confirm=delete&version=1", testutil.NoBody, testutil.HXTo("main#main")).
+			WantStatus(t, http.StatusConflict).WantContains(t, says)
+		a.do(t, http.MethodDelete, member+"?version=1", testutil.NoBody, testutil.HXTo("tr#"+customerResource.RowID(ada.ID))).
+			WantStatus(t, http.StatusConflict).WantContains(t, says)
+		// If-Match of the current version: the orders refuse it; of
+		// another version: the precondition fails first.
+		etag := func(v int) testutil.H {
+			return testutil.HJSON.With(testutil.H{"If-Match": fmt.Sprintf(`"c%dv%d-json"`, ada.ID, v)})
+		}
+		a.do(t, http.MethodDelete, member, testutil.NoBody, etag(1)).WantStatus(t, http.StatusConflict).WantContains(t, says)
+		a.do(t, http.MethodDelete, member, testutil.NoBody, etag(2)).WantStatus(t, http.StatusPreconditionFailed)
+		var c customerJSON
+		a.get(t, member, testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		if c.Version != 1 || c.Name != "Ada Lovelace" {
+			t.Errorf("after the refused deletes: %+v, want Ada Lovelace at version 1", c)
+		}
+	})
+}
+
+// TestOrderFormShowsARefusedCustomerLink: the customer link of the order
+// form is a hidden input, so a link the store refuses (a customer number
+// that names no customer, say one deleted while the form was open) is
+// shown under the customer's name, which is marked invalid.
+func TestOrderFormShowsARefusedCustomerLink(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		const shown = `<small id="customer-err" class="error-text">Customer number names no customer: there is no customer 999</small>`
+		a.do(t, http.MethodPost, "/orders", testutil.Form("customer", "Ada", "customer_id", "999",
+			"items[0][name]", "Gear", "items[0][quantity]", "1", "items[0][unit_price]", "9.99"), testutil.HPage).
+			WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, shown, `aria-invalid="true" aria-describedby="customer-err"`)
+		var o struct {
+			ID int64 `json:"id"`
+		}
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada", "items": []any{item("Gear", 1, "9.99")}}), testutil.HJSON).
+			WantStatus(t, http.StatusCreated).JSON(t, &o)
+		a.do(t, http.MethodPut, orderResource.MemberPath(o.ID), testutil.Form("customer", "Ada", "customer_id", "abc", "version", "1"),
+			testutil.HXTo("main#main")).WantStatus(t, http.StatusUnprocessableEntity).
+			WantContains(t, `<small id="customer-err" class="error-text">Customer number must be a customer&#39;s number</small>`)
+		// The customer's own message comes first.
+		a.do(t, http.MethodPost, "/orders", testutil.Form("customer", " ", "customer_id", "999"), testutil.HPage).
+			WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, `<small id="customer-err" class="error-text">Customer is required</small>`)
+	})
+}
