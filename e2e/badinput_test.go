@@ -241,30 +241,83 @@ func badCases() []badCase {
 	return cs
 }
 
+// badTable gathers the malformed requests to one collection (path) and
+// its member 1, each case's name starting with the collection's noun.
+type badTable struct {
+	noun, path string
+	cs         []badCase
+}
+
+func (b *badTable) add(c badCase) { c.name = b.noun + ": " + c.name; b.cs = append(b.cs, c) }
+
+// body is v as a request body: a string as it is, anything else as JSON.
+func body(v any) []byte {
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	return jsonOf(v)
+}
+
+// postJSON and putJSON send v to the collection and to member 1.
+func (b *badTable) postJSON(name string, v any, want int, msg string) {
+	b.add(badCase{name: "POST json " + name, method: http.MethodPost, path: b.path, ctype: ctJSON, body: body(v), want: want, msg: msg})
+}
+
+func (b *badTable) putJSON(name string, v any, want int, msg string) {
+	b.add(badCase{name: "PUT json " + name, method: http.MethodPut, path: b.path + "/1", ctype: ctJSON, body: body(v), want: want, msg: msg})
+}
+
+// postForm and putForm send the form kv to the collection and to member 1.
+func (b *badTable) postForm(name string, want int, msg string, kv ...string) {
+	b.add(badCase{name: "POST form " + name, method: http.MethodPost, path: b.path, ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+}
+
+func (b *badTable) putForm(name string, want int, msg string, kv ...string) {
+	b.add(badCase{name: "PUT form " + name, method: http.MethodPut, path: b.path + "/1", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
+}
+
+// versions adds the malformed and stale versions of a change and a
+// delete of member 1 (whose name any change may set).
+func (b *badTable) versions() {
+	for _, v := range []string{`"abc"`, `"1"`, "0", "-1", "1.5", "1e400", "null2", "true"} {
+		b.putJSON("version "+v, `{"name":"V","version":`+v+`}`, 400, "")
+	}
+	for _, v := range []string{"abc", "0", "-1", "1.0", " ", "99999999999999999999"} {
+		b.putForm(fmt.Sprintf("version %q", v), 400, "version", "name", "V", "version", v)
+	}
+	for _, v := range []string{"abc", "0", "", "1.5"} {
+		b.add(badCase{name: fmt.Sprintf("DELETE ?version=%q", v), method: http.MethodDelete, path: b.path + "/1?version=" + url.QueryEscape(v), want: 400, msg: "version"})
+	}
+	b.putJSON("a stale version", map[string]any{"name": "V", "version": 99}, 409, "")
+	b.add(badCase{name: "DELETE a stale version", method: http.MethodDelete, path: b.path + "/1?version=2", want: 409})
+}
+
+// framing adds the requests whose method or body type is wrong: a
+// _method override that is not PUT or DELETE, one in JSON or the query,
+// a multipart body that is none, and a missing or garbled Content-Type
+// on a create (whose JSON is create) and a change.
+func (b *badTable) framing(create string) {
+	member := b.path + "/1"
+	for _, m := range []string{"PATCH", "GET", "POST", "PUT\x00", "DELETE ME"} {
+		b.add(badCase{name: fmt.Sprintf("POST raw form _method %q", m), method: http.MethodPost, path: member, ctype: ctForm,
+			body: []byte("_method=" + url.QueryEscape(m) + "&name=M"), want: 400, msg: "_method"})
+	}
+	b.add(badCase{name: "POST json with _method DELETE", method: http.MethodPost, path: member, ctype: ctJSON, body: []byte(`{"_method":"DELETE"}`), want: 405})
+	b.add(badCase{name: "POST query ?_method=DELETE", method: http.MethodPost, path: member + "?_method=DELETE", ctype: ctJSON, body: []byte(`{"name":"M"}`), want: 405})
+	b.add(badCase{name: "multipart garbage", method: http.MethodPost, path: b.path, ctype: "multipart/form-data; boundary=xyz",
+		body: []byte("this is not multipart at all"), want: 400, msg: "multipart"})
+	for _, ct := range []string{"", "text/plain", "application/jso n", "application/xml", "text/html"} {
+		b.add(badCase{name: fmt.Sprintf("POST Content-Type %q", ct), method: http.MethodPost, path: b.path, ctype: ct, body: []byte(create), want: 415})
+	}
+	b.add(badCase{name: "PUT without Content-Type", method: http.MethodPut, path: member, body: []byte(`{"name":"CT"}`), want: 415})
+}
+
 // productBadCases are the malformed product requests (the
 // same limits and robustness rules as orders); /products/1 exists, with
 // the SKU EXIST-1.
 func productBadCases() []badCase {
-	var cs []badCase
-	add := func(c badCase) { c.name = "product: " + c.name; cs = append(cs, c) }
-	body := func(v any) []byte {
-		if s, ok := v.(string); ok {
-			return []byte(s)
-		}
-		return jsonOf(v)
-	}
-	j := func(name string, v any, want int, msg string) {
-		add(badCase{name: "POST json " + name, method: http.MethodPost, path: "/products", ctype: ctJSON, body: body(v), want: want, msg: msg})
-	}
-	ju := func(name string, v any, want int, msg string) {
-		add(badCase{name: "PUT json " + name, method: http.MethodPut, path: "/products/1", ctype: ctJSON, body: body(v), want: want, msg: msg})
-	}
-	f := func(name string, want int, msg string, kv ...string) {
-		add(badCase{name: "POST form " + name, method: http.MethodPost, path: "/products", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
-	}
-	fu := func(name string, want int, msg string, kv ...string) {
-		add(badCase{name: "PUT form " + name, method: http.MethodPut, path: "/products/1", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
-	}
+	b := &badTable{noun: "product", path: "/products"}
+	add, j, ju, f := b.add, b.postJSON, b.putJSON, b.postForm
 	valid := func(field string, v any) map[string]any {
 		b := map[string]any{"sku": "NEW-1", "name": "New", "unit_price": "1.00"}
 		b[field] = v
@@ -335,17 +388,7 @@ func productBadCases() []badCase {
 	}
 
 	// Versions.
-	for _, v := range []string{`"abc"`, `"1"`, "0", "-1", "1.5", "1e400", "null2", "true"} {
-		ju("version "+v, `{"name":"V","version":`+v+`}`, 400, "")
-	}
-	for _, v := range []string{"abc", "0", "-1", "1.0", " ", "99999999999999999999"} {
-		fu(fmt.Sprintf("version %q", v), 400, "version", "name", "V", "version", v)
-	}
-	for _, v := range []string{"abc", "0", "", "1.5"} {
-		add(badCase{name: fmt.Sprintf("DELETE ?version=%q", v), method: http.MethodDelete, path: "/products/1?version=" + url.QueryEscape(v), want: 400, msg: "version"})
-	}
-	ju("a stale version", map[string]any{"name": "V", "version": 99}, 409, "")
-	add(badCase{name: "DELETE a stale version", method: http.MethodDelete, path: "/products/1?version=2", want: 409})
+	b.versions()
 	add(badCase{name: "DELETE a stale version in JSON", method: http.MethodDelete, path: "/products/1", ctype: ctJSON, body: []byte(`{"version":7}`), want: 409})
 	add(badCase{name: "PUT If-Match of another product", method: http.MethodPut, path: "/products/1", ctype: ctJSON,
 		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"p2v1-json"`}})
@@ -353,22 +396,8 @@ func productBadCases() []badCase {
 		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"o1v1-json"`}})
 	add(badCase{name: "DELETE If-Match garbage", method: http.MethodDelete, path: "/products/1", want: 412, h: testutil.H{"If-Match": "garbage"}})
 
-	// _method overrides.
-	for _, m := range []string{"PATCH", "GET", "POST", "PUT\x00", "DELETE ME"} {
-		add(badCase{name: fmt.Sprintf("POST raw form _method %q", m), method: http.MethodPost, path: "/products/1", ctype: ctForm,
-			body: []byte("_method=" + url.QueryEscape(m) + "&name=M"), want: 400, msg: "_method"})
-	}
-	add(badCase{name: "POST json with _method DELETE", method: http.MethodPost, path: "/products/1", ctype: ctJSON, body: []byte(`{"_method":"DELETE"}`), want: 405})
-	add(badCase{name: "POST query ?_method=DELETE", method: http.MethodPost, path: "/products/1?_method=DELETE", ctype: ctJSON, body: []byte(`{"name":"M"}`), want: 405})
-	add(badCase{name: "multipart garbage", method: http.MethodPost, path: "/products", ctype: "multipart/form-data; boundary=xyz",
-		body: []byte("this is not multipart at all"), want: 400, msg: "multipart"})
-
-	// Content-Type missing or garbled.
-	for _, ct := range []string{"", "text/plain", "application/jso n", "application/xml", "text/html"} {
-		add(badCase{name: fmt.Sprintf("POST Content-Type %q", ct), method: http.MethodPost, path: "/products", ctype: ct,
-			body: []byte(`{"sku":"CT","name":"x","unit_price":"1"}`), want: 415})
-	}
-	add(badCase{name: "PUT without Content-Type", method: http.MethodPut, path: "/products/1", body: []byte(`{"name":"CT"}`), want: 415})
+	// _method overrides, multipart, Content-Type.
+	b.framing(`{"sku":"CT","name":"x","unit_price":"1"}`)
 
 	// Odd ids in the path.
 	for _, p := range []string{"1%00", "..%2f", "99999999999999999999", "0", "01", "-1", "1.0", "1e3", "%31", "2", "１"} {
@@ -376,7 +405,7 @@ func productBadCases() []badCase {
 		add(badCase{name: "PUT /products/" + p, method: http.MethodPut, path: "/products/" + p, ctype: ctJSON, body: []byte(`{"name":"Path"}`), want: 0})
 		add(badCase{name: "DELETE /products/" + p, method: http.MethodDelete, path: "/products/" + p, want: 0})
 	}
-	return cs
+	return b.cs
 }
 
 // customerBadCases are the malformed customer requests (the same limits
@@ -384,26 +413,8 @@ func productBadCases() []badCase {
 // customers that are not there; /customers/1 exists with the email
 // exist@example.com, and order 1 links it.
 func customerBadCases() []badCase {
-	var cs []badCase
-	add := func(c badCase) { c.name = "customer: " + c.name; cs = append(cs, c) }
-	body := func(v any) []byte {
-		if s, ok := v.(string); ok {
-			return []byte(s)
-		}
-		return jsonOf(v)
-	}
-	j := func(name string, v any, want int, msg string) {
-		add(badCase{name: "POST json " + name, method: http.MethodPost, path: "/customers", ctype: ctJSON, body: body(v), want: want, msg: msg})
-	}
-	ju := func(name string, v any, want int, msg string) {
-		add(badCase{name: "PUT json " + name, method: http.MethodPut, path: "/customers/1", ctype: ctJSON, body: body(v), want: want, msg: msg})
-	}
-	f := func(name string, want int, msg string, kv ...string) {
-		add(badCase{name: "POST form " + name, method: http.MethodPost, path: "/customers", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
-	}
-	fu := func(name string, want int, msg string, kv ...string) {
-		add(badCase{name: "PUT form " + name, method: http.MethodPut, path: "/customers/1", ctype: ctForm, body: formOf(kv...), want: want, msg: msg})
-	}
+	b := &badTable{noun: "customer", path: "/customers"}
+	add, j, ju, f, fu := b.add, b.postJSON, b.putJSON, b.postForm, b.putForm
 	get := func(query string, want int, msg string) {
 		add(badCase{name: "GET /customers?" + query, method: http.MethodGet, path: "/customers?" + query, want: want, msg: msg})
 	}
@@ -516,17 +527,7 @@ func customerBadCases() []badCase {
 	fu("a bad phone", 422, "", "phone", "+49 (30) abc")
 
 	// Versions.
-	for _, v := range []string{`"abc"`, `"1"`, "0", "-1", "1.5", "1e400", "null2", "true"} {
-		ju("version "+v, `{"name":"V","version":`+v+`}`, 400, "")
-	}
-	for _, v := range []string{"abc", "0", "-1", "1.0", " ", "99999999999999999999"} {
-		fu(fmt.Sprintf("version %q", v), 400, "version", "name", "V", "version", v)
-	}
-	for _, v := range []string{"abc", "0", "", "1.5"} {
-		add(badCase{name: fmt.Sprintf("DELETE ?version=%q", v), method: http.MethodDelete, path: "/customers/1?version=" + url.QueryEscape(v), want: 400, msg: "version"})
-	}
-	ju("a stale version", map[string]any{"name": "V", "version": 99}, 409, "")
-	add(badCase{name: "DELETE a stale version", method: http.MethodDelete, path: "/customers/1?version=2", want: 409})
+	b.versions()
 	add(badCase{name: "PUT If-Match of another customer", method: http.MethodPut, path: "/customers/1", ctype: ctJSON,
 		body: jsonOf(map[string]any{"name": "V"}), want: 412, h: testutil.H{"If-Match": `"c2v1-json"`}})
 	add(badCase{name: "PUT If-Match of product 1", method: http.MethodPut, path: "/customers/1", ctype: ctJSON,
@@ -556,24 +557,10 @@ func customerBadCases() []badCase {
 	add(badCase{name: "PUT order form customer_id abc", method: http.MethodPut, path: "/orders/1", ctype: ctForm,
 		body: formOf("customer_id", "abc"), want: 422, msg: "customer's number"})
 
-	// _method overrides.
-	for _, m := range []string{"PATCH", "GET", "POST", "PUT\x00", "DELETE ME"} {
-		add(badCase{name: fmt.Sprintf("POST raw form _method %q", m), method: http.MethodPost, path: "/customers/1", ctype: ctForm,
-			body: []byte("_method=" + url.QueryEscape(m) + "&name=M"), want: 400, msg: "_method"})
-	}
-	add(badCase{name: "POST json with _method DELETE", method: http.MethodPost, path: "/customers/1", ctype: ctJSON, body: []byte(`{"_method":"DELETE"}`), want: 405})
-	add(badCase{name: "POST query ?_method=DELETE", method: http.MethodPost, path: "/customers/1?_method=DELETE", ctype: ctJSON, body: []byte(`{"name":"M"}`), want: 405})
-	add(badCase{name: "multipart garbage", method: http.MethodPost, path: "/customers", ctype: "multipart/form-data; boundary=xyz",
-		body: []byte("this is not multipart at all"), want: 400, msg: "multipart"})
+	// _method overrides, multipart, Content-Type.
+	b.framing(`{"name":"CT"}`)
 	add(badCase{name: "multipart truncated", method: http.MethodPost, path: "/customers", ctype: "multipart/form-data; boundary=xyz",
 		body: []byte("--xyz\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAda"), want: 400, msg: "multipart"})
-
-	// Content-Type missing or garbled.
-	for _, ct := range []string{"", "text/plain", "application/jso n", "application/xml", "text/html"} {
-		add(badCase{name: fmt.Sprintf("POST Content-Type %q", ct), method: http.MethodPost, path: "/customers", ctype: ct,
-			body: []byte(`{"name":"CT"}`), want: 415})
-	}
-	add(badCase{name: "PUT without Content-Type", method: http.MethodPut, path: "/customers/1", body: []byte(`{"name":"CT"}`), want: 415})
 
 	// Odd ids in the path.
 	for _, p := range []string{"1%00", "..%2f", "99999999999999999999", "0", "01", "-1", "1.0", "1e3", "%31", "2", "１"} {
@@ -591,7 +578,7 @@ func customerBadCases() []badCase {
 		get("page="+n, 400, "page must be a whole number")
 		get("per_page="+n, 400, "per_page must be a whole number")
 	}
-	return cs
+	return b.cs
 }
 
 // checkMessage checks a 4xx answer is in the representation asked for and

@@ -10,7 +10,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
-	"orders/testutil"
 )
 
 // productJSON is a product as its JSON representation shows it.
@@ -106,10 +104,9 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, k := range []string{"stale accepted", "both won", "bad body"} {
-		c.LoadProblems += a.counts[k]
-	}
-	c.details = append(c.details, a.problems...)
+	var problems []string
+	c.LoadProblems, problems = a.loadProblems()
+	c.details = append(c.details, problems...)
 
 	// Every product that exists.
 	maxID := a.maxID()
@@ -170,17 +167,7 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 	}
 
 	// Every product's history, up to the highest id anyone saw.
-	current := map[int64]int64{}
-	for id, p := range records {
-		current[id] = p.Version
-		maxID = max(maxID, id)
-	}
-	c.History = checkHistories(base, "/products", maxID, current, a.historyAcks(loaded))
-	for _, d := range c.History.details {
-		if len(c.details) < 60 {
-			c.details = append(c.details, "history: "+d)
-		}
-	}
+	c.History = checkHistoriesOf(&c.listFaults, base, "/products", maxID, records, a.historyAcks(loaded))
 
 	// Every SKU is held: a create of it, in another case, is refused and
 	// names its holder (what a lost claim, after a restart from a
@@ -189,29 +176,8 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 		if i >= 50 {
 			break
 		}
-		p := records[id]
-		other := strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' {
-				return r - 'a' + 'A'
-			}
-			if r >= 'A' && r <= 'Z' {
-				return r - 'A' + 'a'
-			}
-			return r
-		}, p.SKU)
-		r, err := call(base, http.MethodPost, "/products", "application/json", jsonOf(map[string]any{"sku": other, "name": "Taken?", "unit_price": "1"}), testutil.HJSON)
-		if err != nil {
-			t.Fatalf("POST /products: %v", err)
-		}
-		var e struct {
-			Errors map[string]string `json:"errors"`
-		}
-		_ = r.Decode(&e)
-		if want := "is already the SKU of product " + strconv.FormatInt(id, 10); r.Status != http.StatusUnprocessableEntity || e.Errors["sku"] != want {
-			c.add(&c.ClaimMissing, "a create of product %d's SKU as %q: %d %s, want 422 with sku %q", id, other, r.Status, testutil.Snippet(r.Body), want)
-			if r.Status == http.StatusCreated {
-				t.Fatalf("a second product holds product %d's SKU %s: %s", id, p.SKU, r.Body)
-			}
+		if msg := claimHeld(t, base, "/products", "sku", records[id].SKU, "is already the SKU of product "+strconv.FormatInt(id, 10), map[string]any{"name": "Taken?", "unit_price": "1"}); msg != "" {
+			c.add(&c.ClaimMissing, "%s", msg)
 		}
 	}
 	if st == nil {

@@ -31,103 +31,35 @@ func chaosDuration() time.Duration {
 	return 15 * time.Second
 }
 
-// acked is what the chaos workers were told: the last acknowledged state
-// of every order, acknowledged deletes (with the name the order had), and
-// orders whose delete had an unknown outcome (a 5xx or a lost connection:
-// it may have happened).
+// acked is what the chaos workers were told: of the orders, what
+// ackedRecords holds (deleted holds the name a deleted order had) and
+// every name acknowledged for each; and what the product and customer
+// writers running beside the order writers were told.
 type acked struct {
-	mu        sync.Mutex
-	orders    map[int64]orderJSON
-	deleted   map[int64]string
-	maybeGone map[int64]bool
-	names     map[int64]map[string]bool // every name acknowledged for an order
-	hot       []int64
-	counts    map[string]int
-	problems  []string // what the load itself saw go wrong (a stale version accepted, ...)
-	// products is what the product writers running beside the order
-	// writers were told (productStep).
+	*ackedRecords[orderJSON]
+	names map[int64]map[string]bool
+	// products is what the product writers were told (productStep).
 	products *ackedProducts
 	// customers is what the customer writers were told (customerStep);
 	// the order writers link orders to those customers.
 	customers *ackedCustomers
-	// What the history check needs (history_test.go): every version an
-	// order was acknowledged at, the versions carried by writes whose
-	// answer was lost, how many creates were lost, and the version each
-	// acknowledged delete carried.
-	versions    map[int64]map[int64]bool
-	lost        map[int64]map[int64]bool
-	lostCreates int
-	delVersion  map[int64]int64
 }
 
 func newAcked() *acked {
-	return &acked{orders: map[int64]orderJSON{}, deleted: map[int64]string{}, maybeGone: map[int64]bool{},
-		names: map[int64]map[string]bool{}, counts: map[string]int{}, products: newAckedProducts(), customers: newAckedRecords[customerJSON](),
-		versions: map[int64]map[int64]bool{}, lost: map[int64]map[int64]bool{}, delVersion: map[int64]int64{}}
+	return &acked{ackedRecords: newAckedRecords[orderJSON](), names: map[int64]map[string]bool{},
+		products: newAckedProducts(), customers: newAckedRecords[customerJSON]()}
 }
 
-// unknown records a write whose answer was lost: a create (id 0), or a
-// write to order id carrying version (it may have happened).
-func (a *acked) unknown(id, version int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.counts["unknown"]++
-	if id == 0 {
-		a.lostCreates++
-		return
-	}
-	addTo(a.lost, id, version)
-}
-
-// historyAcks is what the order writers were told, for checkHistories.
-// The caller holds a.mu.
-func (a *acked) historyAcks() historyAcks {
-	return historyAcks{known: true, versions: a.versions, lost: a.lost, lostCreates: a.lostCreates,
-		deleted: a.delVersion, maybeGone: a.maybeGone}
-}
-
-func (a *acked) count(what string) {
-	a.mu.Lock()
-	a.counts[what]++
-	a.mu.Unlock()
-}
-
-// problem counts a wrong answer the load got (what) and keeps its detail.
-func (a *acked) problem(what, format string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.counts[what]++
-	if len(a.problems) < 10 {
-		a.problems = append(a.problems, fmt.Sprintf(format, args...))
-	}
-}
-
-// ack records an acknowledged state of o (answers can arrive out of order:
-// the highest version wins).
+// ack records an acknowledged state of o and its name (answers can arrive
+// out of order: the highest version wins).
 func (a *acked) ack(o orderJSON) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.names[o.ID] == nil {
 		a.names[o.ID] = map[string]bool{}
 	}
 	a.names[o.ID][o.Customer] = true
-	addTo(a.versions, o.ID, o.Version)
-	if _, gone := a.deleted[o.ID]; gone {
-		return
-	}
-	if cur, ok := a.orders[o.ID]; ok && o.Version <= cur.Version {
-		return
-	}
-	a.orders[o.ID] = o
-}
-
-func (a *acked) pick(rnd *rand.Rand) int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.hot) == 0 {
-		return 0
-	}
-	return a.hot[rnd.IntN(len(a.hot))]
+	a.mu.Unlock()
+	a.ackedRecords.ack(o)
 }
 
 // productWorkers is how many product writers run beside a chaos run's
@@ -201,12 +133,8 @@ func productStep(a *ackedProducts, base string, rnd *rand.Rand, w, i int) {
 		}
 		return
 	}
-	cur, err := call(base, http.MethodGet, path(id), "", nil, testutil.HJSON)
-	if err != nil || cur.Status != http.StatusOK {
-		return
-	}
-	var p productJSON
-	if cur.Decode(&p) != nil {
+	p, ok := readMember[productJSON](base, path(id))
+	if !ok {
 		return
 	}
 	switch {
@@ -288,7 +216,7 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 			return false
 		}
 	}
-	id := a.pick(rnd)
+	id := a.pickHot(rnd.IntN)
 	op := rnd.IntN(100)
 	if id == 0 || op < 20 {
 		v := map[string]any{"customer": chaosName("K", rnd, w, i), "items": chaosItems(rnd)}
@@ -299,21 +227,12 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 		if ackOf("created", 0, 0)(r, err) {
 			var o orderJSON
 			_ = r.Decode(&o)
-			a.mu.Lock()
-			a.hot = append(a.hot, o.ID)
-			if len(a.hot) > 40 {
-				a.hot = a.hot[1:]
-			}
-			a.mu.Unlock()
+			a.addHot(o.ID, 40)
 		}
 		return
 	}
-	cur, err := call(base, http.MethodGet, path(id), "", nil, testutil.HJSON)
-	if err != nil || cur.Status != http.StatusOK {
-		return
-	}
-	var o orderJSON
-	if cur.Decode(&o) != nil {
+	o, ok := readMember[orderJSON](base, path(id))
+	if !ok {
 		return
 	}
 	switch {
@@ -347,40 +266,9 @@ func chaosStep(a *acked, base string, rnd *rand.Rand, w, i int) {
 		}
 		ackOf("updated", id, o.Version-1)(r, err)
 	default: // a DELETE racing a PUT that carries the same version
-		var wg sync.WaitGroup
-		var putWon bool
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			putWon = ackOf("updated", id, o.Version)(put(id, map[string]any{"notes": fmt.Sprintf("racing %d/%d", w, i), "version": o.Version}))
-		}()
-		var delWon bool
-		go func() {
-			defer wg.Done()
-			r, err := call(base, http.MethodDelete, path(id)+"?version="+strconv.FormatInt(o.Version, 10), "", nil, testutil.HJSON)
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			switch {
-			case err != nil || r.Status >= 500:
-				a.maybeGone[id] = true
-				a.counts["unknown"]++
-				addTo(a.lost, id, o.Version)
-			case r.Status == http.StatusNoContent:
-				delWon = true
-				a.deleted[id] = o.Customer
-				a.delVersion[id] = o.Version
-				delete(a.orders, id)
-				a.counts["deleted"]++
-			case r.Status == http.StatusConflict:
-				a.counts["409"]++
-			default:
-				a.counts[strconv.Itoa(r.Status)]++
-			}
-		}()
-		wg.Wait()
-		if putWon && delWon {
-			a.problem("both won", "order %d: a PUT and a DELETE both with version %d both succeeded", id, o.Version)
-		}
+		raceDelete(a.ackedRecords, base, "/orders", id, o.Version, o.Customer, func() bool {
+			return ackOf("updated", id, o.Version)(put(id, map[string]any{"notes": fmt.Sprintf("racing %d/%d", w, i), "version": o.Version}))
+		})
 	}
 }
 

@@ -8,10 +8,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"testing"
 
 	"orders/testutil"
 )
@@ -415,4 +418,79 @@ func raceDelete[T recordJSON](a *ackedRecords[T], base, path string, id, version
 	if putWon && delWon {
 		a.problem("both won", "%s/%d: a PUT and a DELETE both with version %d both succeeded", path, id, version)
 	}
+}
+
+// claimHeld checks that a member of path holds its unique value of field
+// (a SKU, an email): a create of that value in another case is refused
+// with a 422 whose message for field is want ("is already the SKU of
+// product 7"), and changes nothing; rest is the create's other fields.
+// It returns what went wrong, or "".
+func claimHeld(t *testing.T, base, path, field, value, want string, rest map[string]any) string {
+	t.Helper()
+	other := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r - 'A' + 'a'
+		}
+		return r
+	}, value)
+	body := maps.Clone(rest)
+	body[field] = other
+	r, err := call(base, http.MethodPost, path, "application/json", jsonOf(body), testutil.HJSON)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	var e struct {
+		Errors map[string]string `json:"errors"`
+	}
+	_ = r.Decode(&e)
+	if r.Status == http.StatusUnprocessableEntity && e.Errors[field] == want {
+		return ""
+	}
+	if r.Status == http.StatusCreated {
+		t.Fatalf("POST %s with %s %q: a second member holds it (%s): %s", path, field, other, want, r.Body)
+	}
+	return fmt.Sprintf("POST %s with %s %q: %d %s, want 422 with %s %q", path, field, other, r.Status, testutil.Snippet(r.Body), field, want)
+}
+
+// loadProblems is how many wrong answers the writers got (a stale version
+// accepted, a PUT and a DELETE of one version both won, a body that was
+// no member) and what they were. The caller holds a.mu.
+func (a *ackedRecords[T]) loadProblems() (int, []string) {
+	n := 0
+	for _, k := range []string{"stale accepted", "both won", "bad body"} {
+		n += a.counts[k]
+	}
+	return n, a.problems
+}
+
+// checkHistoriesOf checks the history of every member of path up to the
+// highest id anyone saw (maxID, or a member of records) against what the
+// writers were told (checkHistories), noting its details in f.
+func checkHistoriesOf[T recordJSON](f *listFaults, base, path string, maxID int64, records map[int64]T, acks historyAcks) *histories {
+	current := map[int64]int64{}
+	for id, rec := range records {
+		_, current[id] = rec.ident()
+		maxID = max(maxID, id)
+	}
+	h := checkHistories(base, path, maxID, current, acks)
+	for _, d := range h.details {
+		if len(f.details) < 60 {
+			f.details = append(f.details, "history: "+d)
+		}
+	}
+	return h
+}
+
+// readMember reads GET <path> as JSON: false when it does not answer 200
+// with a member.
+func readMember[T any](base, path string) (T, bool) {
+	var rec T
+	r, err := call(base, http.MethodGet, path, "", nil, testutil.HJSON)
+	if err != nil || r.Status != http.StatusOK || r.Decode(&rec) != nil {
+		return rec, false
+	}
+	return rec, true
 }

@@ -92,16 +92,7 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	// Every order that exists: ids are handed out in sequence, so probe
 	// each up to past the highest one seen (an order whose create was
 	// never answered is found this way even if no list holds it).
-	maxID := int64(0)
-	for id := range a.orders {
-		maxID = max(maxID, id)
-	}
-	for id := range a.deleted {
-		maxID = max(maxID, id)
-	}
-	for id := range a.maybeGone {
-		maxID = max(maxID, id)
-	}
+	maxID := a.maxID()
 	if rows, _, err := walkList(base, "per_page=1&page=1"); err == nil && len(rows) > 0 {
 		maxID = max(maxID, rows[0].ID)
 	}
@@ -119,7 +110,7 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	}
 	v.Exist = len(records)
 
-	for id, want := range a.orders {
+	for id, want := range a.records {
 		if a.maybeGone[id] {
 			continue
 		}
@@ -260,17 +251,7 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	}
 
 	// Every order's history, up to the highest id anyone saw.
-	current := map[int64]int64{}
-	for id, o := range records {
-		current[id] = o.Version
-		maxID = max(maxID, id)
-	}
-	v.History = checkHistories(base, "/orders", maxID, current, a.historyAcks())
-	for _, d := range v.History.details {
-		if len(v.details) < 60 {
-			v.details = append(v.details, "history: "+d)
-		}
-	}
+	v.History = checkHistoriesOf(&v.listFaults, base, "/orders", maxID, records, a.historyAcks(true))
 	v.Customers = checkCustomers(t, base, a.customers, records)
 	for _, d := range v.Customers.details {
 		if len(v.details) < 90 {
