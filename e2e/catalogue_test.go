@@ -48,20 +48,16 @@ type catalogue struct {
 	// its claims nor store.Repair were checked.
 	httpOnly bool
 
-	listFaults
+	collectionFaults
 	SharedSKU     int // two products with one SKU, case aside
 	SearchMissing int // q=<its SKU> does not find the product
 	ClaimMissing  int // a product whose SKU claim is absent or names another id
 	ClaimDangling int // a claim that names no product, or one with another SKU
 	RepairFound   int // problems store.Repair reports in check mode
-	LoadProblems  int // wrong answers the load got (a stale version accepted, ...)
-	// History is what the products' histories say (history_test.go).
-	History *histories
 }
 
 func (c *catalogue) problems() int {
-	return c.listProblems() + c.SharedSKU + c.SearchMissing + c.ClaimMissing + c.ClaimDangling + c.RepairFound + c.LoadProblems +
-		c.History.problems()
+	return c.collectionProblems() + c.SharedSKU + c.SearchMissing + c.ClaimMissing + c.ClaimDangling + c.RepairFound
 }
 
 func (c *catalogue) String() string {
@@ -126,11 +122,11 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 		}
 		holders[k] = id
 	}
-	c.Live = checkAcked(&c.listFaults, "product", records, a)
+	c.Live = checkAcked(&c.collectionFaults, "product", records, a)
 
 	// Every list: the whole catalogue, each filter, each sort.
 	checkList := func(query string, belongs func(productJSON) bool) {
-		rows := checkListOf(t, &c.listFaults, base, "/products", "products", query, records, ids, belongs,
+		rows := checkListOf(t, &c.collectionFaults, base, "/products", "products", query, records, ids, belongs,
 			func(row, p productJSON) bool { return row == p })
 		if query == "" {
 			c.Listed = len(rows)
@@ -167,7 +163,7 @@ func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.Univer
 	}
 
 	// Every product's history, up to the highest id anyone saw.
-	c.History = checkHistoriesOf(&c.listFaults, base, "/products", maxID, records, a.historyAcks(loaded))
+	c.History = checkHistoriesOf(&c.collectionFaults, base, "/products", maxID, records, a.historyAcks(loaded))
 
 	// Every SKU is held: a create of it, in another case, is refused and
 	// names its holder (what a lost claim, after a restart from a

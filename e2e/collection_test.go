@@ -255,9 +255,9 @@ func (a *ackedRecords[T]) maxID() int64 {
 	return m
 }
 
-// listFaults counts what is wrong with the members of one collection and
-// its Lists; every count must be zero.
-type listFaults struct {
+// collectionFaults counts what is wrong with the members of one
+// collection, its Lists and its histories; every count must be zero.
+type collectionFaults struct {
 	WrongTotal    int // a list's total is not the number of its rows
 	Duplicate     int // a member twice in one list
 	Missing       int // an existing member absent from a list it belongs in
@@ -267,16 +267,20 @@ type listFaults struct {
 	Unreadable    int // an acknowledged member that does not exist
 	OlderThanAck  int // a member older than its last acknowledged version
 	DeletedExists int // an acknowledged delete that is readable
+	LoadProblems  int // wrong answers the load got (a stale version accepted, ...)
+	// History is what the members' histories say (history_test.go).
+	History *histories
 
 	mu      sync.Mutex
 	details []string
 }
 
-func (f *listFaults) listProblems() int {
-	return f.WrongTotal + f.Duplicate + f.Missing + f.Dangling + f.WrongList + f.StaleRow + f.Unreadable + f.OlderThanAck + f.DeletedExists
+func (f *collectionFaults) collectionProblems() int {
+	return f.WrongTotal + f.Duplicate + f.Missing + f.Dangling + f.WrongList + f.StaleRow + f.Unreadable + f.OlderThanAck + f.DeletedExists +
+		f.LoadProblems + f.History.problems()
 }
 
-func (f *listFaults) add(field *int, format string, args ...any) {
+func (f *collectionFaults) add(field *int, format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	*field++
@@ -290,7 +294,7 @@ func (f *listFaults) add(field *int, format string, args ...any) {
 // later, no acknowledged delete readable. noun names the members in
 // messages. It returns how many acknowledged live members were checked.
 // The caller holds a.mu.
-func checkAcked[T recordJSON](f *listFaults, noun string, records map[int64]T, a *ackedRecords[T]) (live int) {
+func checkAcked[T recordJSON](f *collectionFaults, noun string, records map[int64]T, a *ackedRecords[T]) (live int) {
 	for id, want := range a.records {
 		if a.maybeGone[id] {
 			continue
@@ -318,7 +322,7 @@ func checkAcked[T recordJSON](f *listFaults, noun string, records map[int64]T, a
 // checkListOf walks GET <path>?<query> and compares it with the members
 // that belong in it (belongs), each once and as GET <path>/<id> shows it
 // (same); ids are the members that exist, in order. It returns the rows.
-func checkListOf[T recordJSON](t interface{ Fatalf(string, ...any) }, f *listFaults, base, path, key, query string,
+func checkListOf[T recordJSON](t interface{ Fatalf(string, ...any) }, f *collectionFaults, base, path, key, query string,
 	records map[int64]T, ids []int64, belongs func(T) bool, same func(row, rec T) bool) []T {
 	rows, totals, err := walkPages[T](base, path, key, query)
 	if err != nil {
@@ -469,7 +473,7 @@ func (a *ackedRecords[T]) loadProblems() (int, []string) {
 // checkHistoriesOf checks the history of every member of path up to the
 // highest id anyone saw (maxID, or a member of records) against what the
 // writers were told (checkHistories), noting its details in f.
-func checkHistoriesOf[T recordJSON](f *listFaults, base, path string, maxID int64, records map[int64]T, acks historyAcks) *histories {
+func checkHistoriesOf[T recordJSON](f *collectionFaults, base, path string, maxID int64, records map[int64]T, acks historyAcks) *histories {
 	current := map[int64]int64{}
 	for id, rec := range records {
 		_, current[id] = rec.ident()

@@ -18,21 +18,19 @@ type invariants struct {
 	// Searches is how many name searches were checked.
 	Searches int
 
-	// listFaults' DeletedExists counts deletes found by their name too.
-	listFaults
+	// collectionFaults' DeletedExists counts deletes found by their name too.
+	collectionFaults
 	SearchMissing int // q=<a word of its name> does not find the order
 	SearchStale   int // q=<a word of an old name> finds something
 	StaleAccepted int // a PUT with an older version answered 2xx
 	BothWon       int // a DELETE and a PUT carrying the same version both answered 2xx
-	// History is what the orders' histories say (history_test.go).
-	History *histories
 	// Customers is what the customers and the orders' links to them
 	// show (checkCustomers).
 	Customers *customerChecks
 }
 
 func (v *invariants) problems() int {
-	return v.listProblems() + v.SearchMissing + v.SearchStale + v.StaleAccepted + v.BothWon + v.History.problems() +
+	return v.collectionProblems() + v.SearchMissing + v.SearchStale + v.StaleAccepted + v.BothWon +
 		v.Customers.problems()
 }
 
@@ -133,7 +131,7 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	// belong in it.
 	ids := sortedIDs(records)
 	checkList := func(_, query string, belongs func(orderJSON) bool) []orderJSON {
-		return checkListOf(t, &v.listFaults, base, "/orders", "orders", query, records, ids, belongs, func(row, o orderJSON) bool {
+		return checkListOf(t, &v.collectionFaults, base, "/orders", "orders", query, records, ids, belongs, func(row, o orderJSON) bool {
 			return row.Version == o.Version && row.Status == o.Status && row.Customer == o.Customer && row.Total == o.Total &&
 				row.CustomerID == o.CustomerID
 		})
@@ -251,7 +249,7 @@ func checkInvariants(t *testing.T, base string, a *acked) *invariants {
 	}
 
 	// Every order's history, up to the highest id anyone saw.
-	v.History = checkHistoriesOf(&v.listFaults, base, "/orders", maxID, records, a.historyAcks(true))
+	v.History = checkHistoriesOf(&v.collectionFaults, base, "/orders", maxID, records, a.historyAcks(true))
 	v.Customers = checkCustomers(t, base, a.customers, records)
 	for _, d := range v.Customers.details {
 		if len(v.details) < 90 {
