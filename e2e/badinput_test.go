@@ -717,6 +717,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 	testutil.Long(t)
 	app := startApp(t, "")
 	mustCall(t, app.base, http.MethodPost, "/orders", ctJSON, jsonOf(map[string]any{"customer": "Existing"}), testutil.HJSON).WantStatus(t, 201)
+	mustCall(t, app.base, http.MethodPost, "/customers", ctJSON, jsonOf(map[string]any{"name": "Existing"}), testutil.HJSON).WantStatus(t, 201)
 	five := strings.Repeat("x", 5<<20)
 	mpCT, mpBig := multipartOf("customer", "Big", "notes", five)
 	cases := []badCase{
@@ -725,6 +726,10 @@ func TestBadInputOverHTTP(t *testing.T) {
 		{name: "form of 5 MiB", method: http.MethodPut, path: "/orders/1", ctype: ctForm,
 			body: formOf("notes", five), want: 413, msg: "1 MiB"},
 		{name: "multipart of 5 MiB", method: http.MethodPost, path: "/orders", ctype: mpCT, body: mpBig, want: 413, msg: "1 MiB"},
+		{name: "customer JSON of 5 MiB", method: http.MethodPost, path: "/customers", ctype: ctJSON,
+			body: []byte(`{"name":"Big","notes":"` + five + `"}`), want: 413, msg: "1 MiB"},
+		{name: "customer form of 5 MiB", method: http.MethodPut, path: "/customers/1", ctype: ctForm,
+			body: formOf("address.line1", five), want: 413, msg: "1 MiB"},
 		{name: "multipart garbage", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
 			body: []byte("this is not multipart at all"), want: 400, msg: "multipart"},
 		{name: "multipart truncated", method: http.MethodPost, path: "/orders", ctype: "multipart/form-data; boundary=xyz",
@@ -764,6 +769,9 @@ func TestBadInputOverHTTP(t *testing.T) {
 	mustCall(t, app.base, http.MethodGet, "/orders/1", "", nil, testutil.HJSON).WantStatus(t, 200).JSON(t, &o)
 	if l.Total != 1 || o.Version != 1 || o.Customer != "Existing" {
 		t.Fatalf("after the malformed requests: %d orders, order 1 at version %d named %q; want 1 order at version 1 named \"Existing\"", l.Total, o.Version, o.Customer)
+	}
+	if c := mustCall(t, app.base, http.MethodGet, "/customers/1", "", nil, testutil.HJSON).WantStatus(t, 200).Object(t); c["version"] != float64(1) || c["notes"] != "" {
+		t.Fatalf("after the malformed requests: customer 1 is %v, want it at version 1 without notes", c)
 	}
 	t.Logf("%d malformed requests over HTTP (refused while reading the body): all 4xx, the 5 MiB uploads' 413 read whole while still sending, nothing stored", tried)
 }
