@@ -3,7 +3,6 @@
 package routes
 
 import (
-	"context"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
 
 	"orders/store"
 )
@@ -163,48 +161,7 @@ func New(cfg Config) (*fiber.App, error) {
 	})
 	h.routes = &routeTable{app: app}
 
-	app.Server().Handler = h.bodies.returnBodies(refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler))
-	app.Server().HeaderReceived = func(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		// A client that asks before sending a body too large to read
-		// (Expect: 100-continue) is not told to go on: fasthttp would
-		// answer "100 Continue" and wait for the body, and its own refusal
-		// of an expectation (417) carries none of the security headers and
-		// leaves the connection open. Without the expectation and with no
-		// body to wait for, the request reaches the handlers at once, and
-		// readBody answers 413 (a refusal before it, its own status), both
-		// closing the connection.
-		if hdr.ContentLength() > MaxBody && len(hdr.Peek(fiber.HeaderExpect)) > 0 {
-			hdr.Del(fiber.HeaderExpect)
-			hdr.SetContentLength(0)
-			hdr.Set(tooLargeHeader, "1")
-		}
-		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
-	}
-
-	if n := cfg.InFlight; n != nil {
-		app.Use(func(c *fiber.Ctx) error {
-			n.Add(1)
-			defer n.Add(-1)
-			return c.Next()
-		})
-	}
-	// compress comes first: it sees every response as sent, errors included;
-	// then the security headers, which every answer carries, refusals too.
-	// The body is read only once the host and the credentials have passed:
-	// a client nobody signed in takes no memory for its body. A refusal
-	// before that closes the connection (closeUnreadBody), so the unread
-	// bytes are never taken for a request.
-	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, closeUnreadBody, checkFraming, checkHost(cfg.AllowedHosts))
-	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
-		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
-	}
-	app.Use(h.readBody, h.guardWrites, methodOverride)
-	app.Use(func(c *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
-		defer cancel()
-		c.SetUserContext(ctx)
-		return c.Next()
-	})
+	h.edge(app, cfg)
 	app.Get("/public/*", static.serve)
 	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
