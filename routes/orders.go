@@ -187,7 +187,7 @@ type orderHandlers struct {
 	R *resource
 }
 
-// orderMembers are the order's member routes (members.go) and what is the
+// orderMembers are the order's member routes (resource.go) and what is the
 // order's own in them: the Idempotency-Key of a create, the forms for
 // programs with the statuses an order may move to, the 409's item diff.
 func orderMembers(s *store.Store) *members[store.Order, orderIn] {

@@ -130,7 +130,7 @@ type view struct {
 	R      *resource
 	Title  string
 	Nav    string  // which navigation entry is current: a resource's Plural, inquiry, new
-	Notice *notice // a message for the live regions (notice.go)
+	Notice *notice // a message for the live regions (notice, below)
 
 	// ID is the member a fragment is about when none is stored (row_gone).
 	ID int64
@@ -189,7 +189,7 @@ func (v *view) Description() string {
 
 // Ids of the layout's elements, for every resource: the main element,
 // where a page-sized htmx swap goes, and the two live regions of notices
-// (notice.go). The templates have them as {{mainID}}, {{noticeID}} and
+// (notice). The templates have them as {{mainID}}, {{noticeID}} and
 // {{alertID}}; app.js finds the regions by their class, notice-region.
 const (
 	mainID   = "main"
