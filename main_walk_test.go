@@ -22,7 +22,7 @@ import (
 const WalkEnv = "ORDERS_WALK"
 
 // walkLength is how long each run of TestWalkOfAnEditFormSave serves.
-const walkLength = 2 * time.Second
+const walkLength = 1500 * time.Millisecond
 
 // TestWalkOfAnEditFormSave is one save of the order edit form and what
 // leads up to it: the program as `go run .` starts it, on the embedded
