@@ -17,8 +17,8 @@ import (
 
 // WalkEnv names the variable that runs TestWalkOfAnEditFormSave: "base"
 // runs everything but the measured save, "save" runs it too. docs/walk.sh
-// runs the test once each way, built with coverage, and compares the
-// counters the two processes leave.
+// runs the test three times each way, built with coverage, and compares
+// the counters the processes leave.
 const WalkEnv = "ORDERS_WALK"
 
 // walkLength is how long each run of TestWalkOfAnEditFormSave serves.
@@ -33,7 +33,8 @@ const walkLength = 1500 * time.Millisecond
 //
 // A test binary cannot clear or write its coverage counters before it
 // exits (runtime/coverage learns the counter mode only when it writes
-// the meta-data, which a test binary does at exit), hence two runs.
+// the meta-data, which a test binary does at exit), hence runs of both
+// kinds.
 func TestWalkOfAnEditFormSave(t *testing.T) {
 	mode := os.Getenv(WalkEnv)
 	if mode != "base" && mode != "save" {
@@ -43,9 +44,9 @@ func TestWalkOfAnEditFormSave(t *testing.T) {
 		t.Fatalf("the walk needs a build with -cover -covermode=atomic (docs/walk.sh), not cover mode %q", testing.CoverMode())
 	}
 	base, stop := startRun(t, "-data", "")
-	// Both runs end at the same time after the start, so that the
+	// Every run ends at the same time after the start, so that the
 	// program's timers (the log's flush, the embedded store's TTL tick)
-	// fire as often in each.
+	// fire about as often in each.
 	end := time.Now().Add(walkLength)
 	id := createOrder(t, base, "Ada Lovelace")
 	member := base + "/orders/" + strconv.FormatInt(id, 10)
@@ -62,7 +63,7 @@ func TestWalkOfAnEditFormSave(t *testing.T) {
 		}
 	}
 	if time.Now().After(end) {
-		t.Fatalf("the requests took longer than %v: the two runs cannot be compared", walkLength)
+		t.Fatalf("the requests took longer than %v: the runs cannot be compared", walkLength)
 	}
 	time.Sleep(time.Until(end))
 	client.CloseIdleConnections()
