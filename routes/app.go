@@ -3,7 +3,6 @@
 package routes
 
 import (
-	"context"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
 
 	"orders/store"
 )
@@ -163,48 +161,7 @@ func New(cfg Config) (*fiber.App, error) {
 	})
 	h.routes = &routeTable{app: app}
 
-	app.Server().Handler = h.bodies.returnBodies(refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler))
-	app.Server().HeaderReceived = func(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		// A client that asks before sending a body too large to read
-		// (Expect: 100-continue) is not told to go on: fasthttp would
-		// answer "100 Continue" and wait for the body, and its own refusal
-		// of an expectation (417) carries none of the security headers and
-		// leaves the connection open. Without the expectation and with no
-		// body to wait for, the request reaches the handlers at once, and
-		// readBody answers 413 (a refusal before it, its own status), both
-		// closing the connection.
-		if hdr.ContentLength() > MaxBody && len(hdr.Peek(fiber.HeaderExpect)) > 0 {
-			hdr.Del(fiber.HeaderExpect)
-			hdr.SetContentLength(0)
-			hdr.Set(tooLargeHeader, "1")
-		}
-		return fasthttp.RequestConfig{ReadTimeout: BodyTimeout}
-	}
-
-	if n := cfg.InFlight; n != nil {
-		app.Use(func(c *fiber.Ctx) error {
-			n.Add(1)
-			defer n.Add(-1)
-			return c.Next()
-		})
-	}
-	// compress comes first: it sees every response as sent, errors included;
-	// then the security headers, which every answer carries, refusals too.
-	// The body is read only once the host and the credentials have passed:
-	// a client nobody signed in takes no memory for its body. A refusal
-	// before that closes the connection (closeUnreadBody), so the unread
-	// bytes are never taken for a request.
-	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, closeUnreadBody, checkFraming, checkHost(cfg.AllowedHosts))
-	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
-		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
-	}
-	app.Use(h.readBody, h.guardWrites, methodOverride)
-	app.Use(func(c *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
-		defer cancel()
-		c.SetUserContext(ctx)
-		return c.Next()
-	})
+	h.edge(app, cfg)
 	app.Get("/public/*", static.serve)
 	app.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/public/favicon.svg", fiber.StatusMovedPermanently) })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
@@ -290,54 +247,4 @@ func (h *handlers) ready(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusServiceUnavailable).SendString("redis is not answering\n")
 	}
 	return c.SendString("ready\n")
-}
-
-// TemplateFuncs returns the helpers the templates call, with asset giving
-// the plain static URLs: for bench/floor, which renders the same templates
-// without the app around them.
-func TemplateFuncs() template.FuncMap {
-	m := template.FuncMap{"asset": func(name string) string { return "/public/" + name }}
-	for k, v := range funcs {
-		m[k] = v
-	}
-	return m
-}
-
-var funcs = template.FuncMap{
-	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
-	"isodate": func(t time.Time) string {
-		return t.UTC().Format(time.RFC3339)
-	},
-	"title":    statusTitle,
-	"statuses": func() []store.Status { return store.Statuses },
-	"mainID":   func() string { return mainID },
-	// home is the resource "/" leads to; nav is the site's navigation.
-	"home": func() *resource { return resources[0] },
-	// memberPath is the path of a member of another resource (an order's
-	// customer), by its plural.
-	"memberPath": func(plural string, id int64) string {
-		for _, r := range resources {
-			if r.Plural == plural {
-				return r.MemberPath(id)
-			}
-		}
-		return ""
-	},
-	"nav":      navEntries,
-	"noticeID": func() string { return noticeID },
-	"alertID":  func() string { return alertID },
-	// wbrEmail lets an email address break after "@" and before ".".
-	"wbrEmail": wbrEmail,
-	"actionLabel": func(s store.Status) string {
-		return map[store.Status]string{store.Confirmed: "Confirm", store.Shipped: "Mark shipped",
-			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
-	},
-}
-
-// statusTitle is a status as a label: "Pending".
-func statusTitle(s store.Status) string {
-	if s == "" {
-		return ""
-	}
-	return strings.ToUpper(string(s[:1])) + string(s[1:])
 }

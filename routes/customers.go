@@ -3,7 +3,7 @@ package routes
 // The customer resource: the people and companies orders are for. Its
 // description, its fields, its List's sorts, its form and its store
 // functions; everything else is the resource machinery every resource
-// shares (resource.go, members.go, list.go, response.go).
+// shares (resource.go, list.go, render.go).
 
 import (
 	"context"

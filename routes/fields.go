@@ -11,9 +11,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
 )
 
 // kind is how a field's value is read.
@@ -596,4 +601,70 @@ func (r *rows[T, R]) fromJSON(dst *T, arr json.RawMessage, name string) error {
 // beside the row it is about.
 func errKey(rowsName string, n int, sub string) string {
 	return rowsName + "[" + strconv.Itoa(n) + "][" + sub + "]"
+}
+
+// badRequest is a 400 with a message made as fmt.Sprintf makes it.
+func badRequest(format string, args ...any) error {
+	return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf(format, args...))
+}
+
+// decodeBody reads a create or update request of a resource whose fields
+// are fs, by its Content-Type.
+func decodeBody[T any](c *fiber.Ctx, fs fields[T]) (T, error) {
+	var in T
+	var kv [][2]string
+	switch mediaType(c.Get(fiber.HeaderContentType)) {
+	case fiber.MIMEApplicationJSON:
+		// The raw body: c.Body() would inflate a Content-Encoding
+		// (checkFraming refuses those first).
+		obj, err := jsonObject(c.Request().Body())
+		if err != nil {
+			return in, err
+		}
+		err = fs.fromJSON(&in, obj, "")
+		return in, err
+	case fiber.MIMEApplicationForm:
+		c.Request().PostArgs().VisitAll(func(k, v []byte) {
+			kv = append(kv, [2]string{string(k), string(v)})
+		})
+	case fiber.MIMEMultipartForm:
+		form, err := c.MultipartForm()
+		if err != nil {
+			return in, badRequest("the multipart form cannot be read")
+		}
+		for k, vs := range form.Value {
+			for _, v := range vs {
+				kv = append(kv, [2]string{k, v})
+			}
+		}
+	default:
+		return in, fiber.NewError(fiber.StatusUnsupportedMediaType,
+			"send application/json, application/x-www-form-urlencoded or multipart/form-data")
+	}
+	err := fs.fromForm(&in, kv)
+	return in, err
+}
+
+// jsonObject checks that body is one JSON object and nothing else, in UTF-8.
+func jsonObject(body []byte) (json.RawMessage, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return nil, badRequest("the body must be a JSON object")
+	}
+	// encoding/json turns invalid UTF-8 into U+FFFD without an error, which
+	// would store mangled text; JSON must be UTF-8 (RFC 8259, section 8.1).
+	if !utf8.Valid(body) {
+		return nil, badRequest("the body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var obj json.RawMessage
+	if err := dec.Decode(&obj); err != nil {
+		return nil, errNotJSON
+	}
+	// More is false before a stray '}' or ']', so ask for the next token:
+	// only the end of the body may follow the object.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("the body must hold one JSON object")
+	}
+	return obj, nil
 }

@@ -6,7 +6,7 @@ package routes
 // and its store functions; everything else (the eight routes, the three
 // representations, ETags, locking, notices, errors, the pager and the
 // sort headers) is the resource machinery every resource shares
-// (resource.go, members.go, list.go, response.go).
+// (resource.go, list.go, render.go).
 
 import (
 	"context"

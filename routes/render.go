@@ -3,6 +3,10 @@ package routes
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -12,9 +16,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/template/html/v2"
 
 	"orders/store"
 )
+
+// The answers, in one file: the representation a request asks for
+// (negotiate), what a handler decides (response) and the one place that
+// writes it (respond), the one error handler (errorHandler), the notices,
+// the templates' engine (views) and the helpers the templates call.
 
 // repr is one of the three representations of every GET: the full page,
 // the fragment htmx asks for, and JSON.
@@ -30,7 +40,7 @@ const (
 	layoutPage = "layouts/main"
 	// Fragments go through a layout of their own: it adds what every
 	// fragment carries besides its partial, the document title of a
-	// page-sized swap and both notice regions (notice.go).
+	// page-sized swap and both notice regions (notice).
 	layoutBare = "layouts/bare"
 )
 
@@ -112,6 +122,164 @@ func hxTarget(c *fiber.Ctx) string {
 	return ""
 }
 
+// response is what a handler decides (golang/pkgsite's shape): the outcome
+// of a request in every representation at once. respond decides how it is
+// written for the representation asked for; no handler writes a status,
+// a body, a cookie or the headers of an outcome (Location, HX-*, ETag,
+// Cache-Control) itself.
+type response struct {
+	// Status is the status of the answer; 200 when 0. A plain form's write
+	// that succeeded answers 303 to Redirect instead; a 204 is a 200 in
+	// HTML.
+	Status int
+	// Partial and View are the HTML answer: the partial alone (htmx) or
+	// inside the layout. respond gives View the resource (R) and Notice.
+	Partial string
+	View    *view
+	// JSON is the JSON body; nil answers Status with no body (204).
+	JSON any
+	// Err, when set, is what JSON answers (through errorHandler) instead of
+	// JSON: a form shown again with its messages is the HTML answer to the
+	// same error (a 422 or a 409).
+	Err error
+	// Notice is the notice of the outcome: in the live regions of the page
+	// or fragment, or in the flash cookie across a redirect.
+	Notice *notice
+
+	// Location is where the created member lives: JSON's Location header.
+	Location string
+	// Redirect is where a plain form's write leads (303, the notice as a
+	// flash): a full page is never the answer to a successful write.
+	Redirect string
+	// PushURL and ReplaceURL are the URL htmx shows after the swap: pushed
+	// (a new page: Back returns to the form) or replacing the form's entry
+	// (Back leads to the page before the form).
+	PushURL, ReplaceURL string
+	// HXLocation sends htmx to another page (nothing is left to show where
+	// the request came from): no body, the notice as a flash.
+	HXLocation string
+	// Trigger is an HX-Trigger header: events for elements of the page.
+	Trigger string
+
+	// ETag is the representation's ETag; NotModified answers 304 with it.
+	ETag        string
+	NotModified bool
+	// CacheControl is "no-cache" unless set ("no-store": a form, an error,
+	// a row that is gone).
+	CacheControl string
+}
+
+// Partials of no resource.
+const (
+	partialError = "partials/error"
+	// partialNotice is no content of its own: only the notice travels.
+	partialNotice = "partials/notice"
+)
+
+// respond writes out in representation rp for resource res (nil for an
+// error of no resource): the one place that turns an outcome into headers,
+// cookies, a status and a body.
+func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
+	status := out.Status
+	if status == 0 {
+		status = fiber.StatusOK
+	}
+	if status == fiber.StatusNoContent && rp != reprJSON {
+		// htmx swaps nothing on a 204: an HTML answer is a 200, whose
+		// (empty) swap removes the target and whose notice travels.
+		status = fiber.StatusOK
+	}
+	// A representation says how it may be cached; a redirect or an empty
+	// answer has nothing to keep.
+	cache := func() {
+		switch {
+		case out.CacheControl != "":
+			c.Set(fiber.HeaderCacheControl, out.CacheControl)
+		case len(c.Response().Header.Peek(fiber.HeaderCacheControl)) == 0:
+			c.Set(fiber.HeaderCacheControl, "no-cache")
+		}
+		if out.ETag != "" {
+			c.Set(fiber.HeaderETag, out.ETag)
+		}
+	}
+	if rp == reprPage && c.Cookies(flashCookie) != "" {
+		// This page carries a one-time notice: neither a 304 nor an ETag,
+		// so the notice is neither lost nor replayed from a cache.
+		out.ETag, out.NotModified = "", false
+	}
+	if out.NotModified {
+		cache()
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	switch rp {
+	case reprJSON:
+		if out.Err != nil {
+			return out.Err
+		}
+		if out.Location != "" {
+			c.Location(out.Location)
+		}
+		if out.JSON == nil {
+			return c.SendStatus(status)
+		}
+		cache()
+		return sendJSON(c, status, out.JSON)
+	case reprFragment:
+		if out.HXLocation != "" {
+			setFlash(c, out.Notice)
+			c.Set("HX-Location", out.HXLocation)
+			return c.Status(status).Send(nil)
+		}
+		for _, h := range [...][2]string{{"HX-Push-Url", out.PushURL}, {"HX-Replace-Url", out.ReplaceURL}, {"HX-Trigger", out.Trigger}} {
+			if h[1] != "" {
+				c.Set(h[0], h[1])
+			}
+		}
+		cache()
+		v := out.view(res)
+		v.TitleSwap = titleSwap(c, res)
+		c.Status(status)
+		return c.Render(out.Partial, v, layoutBare)
+	}
+	if out.Redirect != "" {
+		setFlash(c, out.Notice)
+		return c.Redirect(out.Redirect, fiber.StatusSeeOther)
+	}
+	cache()
+	v := out.view(res)
+	if v.Notice == nil {
+		v.Notice = takeFlash(c) // after cache(): a one-time notice is no-store
+	}
+	if status < 400 {
+		v.LiveAfter = liveAfter(c, v.R)
+	}
+	c.Status(status)
+	return c.Render(out.Partial, v, layoutPage)
+}
+
+// view is out's View (an empty one when it has none) with the resource and
+// the notice.
+func (out *response) view(res *resource) *view {
+	v := out.View
+	if v == nil {
+		v = &view{}
+	}
+	if v.R == nil {
+		v.R = res
+	}
+	if v.Notice == nil {
+		v.Notice = out.Notice
+	}
+	return v
+}
+
+// noStore keeps an answer out of every cache, the back/forward cache
+// included (CacheControl): an error, a row that is gone, and every form:
+// Back after a save (a plain form's 303) fetches the form again with the
+// stored values and version, instead of showing the old ones, which a
+// second save would send as a stale edit.
+const noStore = "no-store"
+
 // view is what every template receives.
 type view struct {
 	// R is the resource the page is about (respond sets it): its paths,
@@ -120,7 +288,7 @@ type view struct {
 	R      *resource
 	Title  string
 	Nav    string  // which navigation entry is current: a resource's Plural, inquiry, new
-	Notice *notice // a message for the live regions (notice.go)
+	Notice *notice // a message for the live regions (notice, below)
 
 	// ID is the member a fragment is about when none is stored (row_gone).
 	ID int64
@@ -179,7 +347,7 @@ func (v *view) Description() string {
 
 // Ids of the layout's elements, for every resource: the main element,
 // where a page-sized htmx swap goes, and the two live regions of notices
-// (notice.go). The templates have them as {{mainID}}, {{noticeID}} and
+// (notice). The templates have them as {{mainID}}, {{noticeID}} and
 // {{alertID}}; app.js finds the regions by their class, notice-region.
 const (
 	mainID   = "main"
@@ -211,32 +379,6 @@ func sendJSON(c *fiber.Ctx, status int, data any) error {
 	c.Status(status)
 	c.Set(fiber.HeaderContentType, "application/json; charset=utf-8")
 	return c.Send(b)
-}
-
-// flash carries a notice across the redirect that follows a plain form post.
-// Over https (a trusted proxy's X-Forwarded-Proto) the cookie is Secure.
-const flashCookie = "notice"
-
-func setFlash(c *fiber.Ctx, n *notice) {
-	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: url.QueryEscape(encodeFlash(n)), Path: "/",
-		MaxAge: 60, HTTPOnly: true, SameSite: "Lax", Secure: c.Secure()})
-}
-
-func takeFlash(c *fiber.Ctx) *notice {
-	v := c.Cookies(flashCookie)
-	if v == "" {
-		return nil
-	}
-	// Cleared with the Path it was set with, or the browser keeps it.
-	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1,
-		Expires: time.Unix(0, 0), HTTPOnly: true, SameSite: "Lax", Secure: c.Secure()})
-	// A one-time notice is never kept: no cache replays it.
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	msg, err := url.QueryUnescape(v)
-	if err != nil || len(msg) > 200 {
-		return nil
-	}
-	return decodeFlash(msg)
 }
 
 // errorHandler is the one place that turns an error into a response: the
@@ -354,4 +496,220 @@ func errorTitle(status int) string {
 		return "Something went wrong"
 	}
 	return "Cannot do that"
+}
+
+// Notice kinds: success, warning and error. Each looks different (an icon
+// and a word as well as a colour) and is announced in its own live region:
+// a success in #notice (role=status, polite), a warning or an error in
+// #notice-alert (role=alert), so a problem interrupts and a confirmation
+// waits its turn.
+const (
+	noticeSuccess = "success"
+	noticeWarning = "warning"
+	noticeError   = "error"
+)
+
+// notice is one message for the live regions. Every response that carries
+// the layout, or that htmx swaps, says the notice of its own outcome: the
+// bare layout always sends both regions, so a new notice replaces the old
+// one and a response with none clears them (never a stale "saved" beside
+// an error).
+type notice struct {
+	Kind string // noticeSuccess, noticeWarning or noticeError
+	Text string
+}
+
+func successNotice(text string) *notice { return &notice{Kind: noticeSuccess, Text: text} }
+func warningNotice(text string) *notice { return &notice{Kind: noticeWarning, Text: text} }
+func errorNotice(text string) *notice   { return &notice{Kind: noticeError, Text: text} }
+
+// Alert reports whether the notice belongs in the role=alert region.
+func (n *notice) Alert() bool { return n.Kind == noticeWarning || n.Kind == noticeError }
+
+// Label is the word shown before the text: the kind, not by colour alone.
+func (n *notice) Label() string {
+	switch n.Kind {
+	case noticeWarning:
+		return "Warning"
+	case noticeError:
+		return "Error"
+	}
+	return "Success"
+}
+
+// Status is the notice for the role=status region, or nil.
+func (v *view) StatusNotice() *notice {
+	if v.Notice != nil && !v.Notice.Alert() {
+		return v.Notice
+	}
+	return nil
+}
+
+// AlertNotice is the notice for the role=alert region, or nil.
+func (v *view) AlertNotice() *notice {
+	if v.Notice != nil && v.Notice.Alert() {
+		return v.Notice
+	}
+	return nil
+}
+
+// flash carries a notice across the redirect that follows a plain form post.
+// Over https (a trusted proxy's X-Forwarded-Proto) the cookie is Secure.
+const flashCookie = "notice"
+
+func setFlash(c *fiber.Ctx, n *notice) {
+	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: url.QueryEscape(encodeFlash(n)), Path: "/",
+		MaxAge: 60, HTTPOnly: true, SameSite: "Lax", Secure: c.Secure()})
+}
+
+func takeFlash(c *fiber.Ctx) *notice {
+	v := c.Cookies(flashCookie)
+	if v == "" {
+		return nil
+	}
+	// Cleared with the Path it was set with, or the browser keeps it.
+	c.Cookie(&fiber.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1,
+		Expires: time.Unix(0, 0), HTTPOnly: true, SameSite: "Lax", Secure: c.Secure()})
+	// A one-time notice is never kept: no cache replays it.
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	msg, err := url.QueryUnescape(v)
+	if err != nil || len(msg) > 200 {
+		return nil
+	}
+	return decodeFlash(msg)
+}
+
+// encodeFlash and decodeFlash carry a notice in the flash cookie as
+// "kind:text"; a value without a known kind is shown whole as a success
+// (a plain text flash), so no cookie's text is lost.
+func encodeFlash(n *notice) string { return n.Kind + ":" + n.Text }
+
+func decodeFlash(s string) *notice {
+	if kind, text, ok := strings.Cut(s, ":"); ok {
+		switch kind {
+		case noticeSuccess, noticeWarning, noticeError:
+			return &notice{Kind: kind, Text: text}
+		}
+	}
+	return successNotice(s)
+}
+
+// views renders the templates that gofiber/template/html loads, without its
+// Render: v2.1.3 takes one engine-wide lock for every render with a layout
+// (so renders never run in parallel) and swaps the "embed" function of the
+// shared template set on every render: rendering without a layout while
+// another request renders with one can then fail with "call of nil
+// function".
+//
+// Instead, for each layout and each partial, views adds one template
+// "<layout>|<partial>" to a copy of the loaded set: the layout's source with
+// {{embed}} replaced by {{template "<partial>" .}}. A render is then one
+// lookup and one Execute of a set that never changes after start, which
+// html/template runs concurrently.
+type views struct {
+	set *template.Template
+}
+
+// newViews loads every template of fsys through the html engine (funcs are
+// registered before parsing) and builds the layout pairs.
+func newViews(fsys fs.FS, funcs template.FuncMap, layouts []string) (*views, error) {
+	engine := html.NewFileSystem(httpFS(fsys), ".html")
+	engine.AddFuncMap(funcs)
+	// A template that fails to parse is otherwise only logged, and every
+	// later render of it fails with "template does not exist".
+	if err := engine.Load(); err != nil {
+		return nil, fmt.Errorf("loading templates: %w", err)
+	}
+	set, err := engine.Templates.Clone()
+	if err != nil {
+		return nil, err
+	}
+	var partials []string
+	for _, t := range engine.Templates.Templates() {
+		if strings.HasPrefix(t.Name(), "partials/") {
+			partials = append(partials, t.Name())
+		}
+	}
+	for _, layout := range layouts {
+		src, err := fs.ReadFile(fsys, layout+".html")
+		if err != nil {
+			return nil, fmt.Errorf("template %s is missing: %w", layout, err)
+		}
+		if !strings.Contains(string(src), "{{embed}}") {
+			return nil, fmt.Errorf("layout %s has no {{embed}}", layout)
+		}
+		for _, p := range partials {
+			pair := strings.ReplaceAll(string(src), "{{embed}}", `{{template "`+p+`" .}}`)
+			if _, err := set.New(layout + "|" + p).Parse(pair); err != nil {
+				return nil, fmt.Errorf("%s around %s: %w", layout, p, err)
+			}
+		}
+	}
+	return &views{set: set}, nil
+}
+
+// Load is done by newViews.
+func (v *views) Load() error { return nil }
+
+// Render writes partial name inside layout[0], or alone.
+func (v *views) Render(out io.Writer, name string, binding any, layout ...string) error {
+	key := name
+	if len(layout) > 0 && layout[0] != "" {
+		key = layout[0] + "|" + name
+	}
+	t := v.set.Lookup(key)
+	if t == nil {
+		return fmt.Errorf("render: template %s does not exist", key)
+	}
+	return t.Execute(out, binding)
+}
+
+// TemplateFuncs returns the helpers the templates call, with asset giving
+// the plain static URLs: for bench/floor, which renders the same templates
+// without the app around them.
+func TemplateFuncs() template.FuncMap {
+	m := template.FuncMap{"asset": func(name string) string { return "/public/" + name }}
+	for k, v := range funcs {
+		m[k] = v
+	}
+	return m
+}
+
+var funcs = template.FuncMap{
+	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	"isodate": func(t time.Time) string {
+		return t.UTC().Format(time.RFC3339)
+	},
+	"title":    statusTitle,
+	"statuses": func() []store.Status { return store.Statuses },
+	"mainID":   func() string { return mainID },
+	// home is the resource "/" leads to; nav is the site's navigation.
+	"home": func() *resource { return resources[0] },
+	// memberPath is the path of a member of another resource (an order's
+	// customer), by its plural.
+	"memberPath": func(plural string, id int64) string {
+		for _, r := range resources {
+			if r.Plural == plural {
+				return r.MemberPath(id)
+			}
+		}
+		return ""
+	},
+	"nav":      navEntries,
+	"noticeID": func() string { return noticeID },
+	"alertID":  func() string { return alertID },
+	// wbrEmail lets an email address break after "@" and before ".".
+	"wbrEmail": wbrEmail,
+	"actionLabel": func(s store.Status) string {
+		return map[store.Status]string{store.Confirmed: "Confirm", store.Shipped: "Mark shipped",
+			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
+	},
+}
+
+// statusTitle is a status as a label: "Pending".
+func statusTitle(s store.Status) string {
+	if s == "" {
+		return ""
+	}
+	return strings.ToUpper(string(s[:1])) + string(s[1:])
 }
