@@ -204,7 +204,7 @@ func (m *Metrics) RegisterEmbedded(stats func() embedded.Stats) error {
 // registerApp shows what the application itself holds: its open live
 // streams, whether the store is ready (what /readyz answers), whether it
 // is recovering from Redis forgetting writes, and the request bodies held.
-func (m *Metrics) registerApp(streamsOpen func() int, st *store.Store, bodies *bodyBudget) error {
+func (m *Metrics) registerApp(streamsOpen func() int, st store.Service, bodies *bodyBudget) error {
 	if m == nil {
 		return nil
 	}

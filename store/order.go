@@ -122,9 +122,10 @@ type Order struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 
-	// idem is the fingerprint of the Idempotency-Key request that created
-	// the order, if any: a retry checks the order it finds is its own.
-	idem string
+	// Idem is the fingerprint of the Idempotency-Key request that created
+	// the order, if any: a retry checks the order it finds is its own. It
+	// is the store's, never shown.
+	Idem string `json:"-"`
 }
 
 // OrderSummary is the List representation of an order: everything but its items.
@@ -150,8 +151,8 @@ func (o *Order) Summary() OrderSummary {
 		o.CustomerID, o.ItemCount, o.Total, o.Version, o.CreatedAt, o.UpdatedAt}
 }
 
-// derive recomputes line totals, the item count and the order total.
-func (o *Order) derive() {
+// Derive recomputes line totals, the item count and the order total.
+func (o *Order) Derive() {
 	o.ItemCount = len(o.Items)
 	o.Total = 0
 	for i := range o.Items {
@@ -211,9 +212,9 @@ func hasControl(s string, allowNewlines bool) bool {
 	return false
 }
 
-// apply validates in against the stored order cur (nil on create) and
+// ApplyOrder validates in against the stored order cur (nil on create) and
 // returns the resulting order, or the field errors. It never mutates cur.
-func apply(cur *Order, in OrderInput) (Order, map[string]string) {
+func ApplyOrder(cur *Order, in OrderInput) (Order, map[string]string) {
 	errs := map[string]string{}
 	var o Order
 	if cur != nil {
@@ -228,7 +229,7 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 		if p == nil {
 			return "", false
 		}
-		v, msg := checkText(*p, max, required, newlines)
+		v, msg := CheckText(*p, max, required, newlines)
 		if msg != "" {
 			errs[field] = msg
 			return "", false
@@ -305,7 +306,7 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 					items = append(items, item)
 				}
 			}
-			if len(scratch) > 0 || !sameItems(items, cur.Items) {
+			if len(scratch) > 0 || !SameItems(items, cur.Items) {
 				errs["items"] = "cannot change once an order is " + string(cur.Status)
 			}
 		} else if len(in.Items) > MaxItems {
@@ -323,7 +324,7 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 	if len(errs) > 0 {
 		return Order{}, errs
 	}
-	o.derive()
+	o.Derive()
 	return o, nil
 }
 
@@ -336,7 +337,7 @@ func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
 	if item.SKU, msg = checkSKU(it.SKU, false); msg != "" {
 		errs[itemKey(i, "sku")] = msg
 	}
-	if item.Name, msg = checkText(it.Name, MaxItemName, true, false); msg != "" {
+	if item.Name, msg = CheckText(it.Name, MaxItemName, true, false); msg != "" {
 		errs[itemKey(i, "name")] = msg
 	}
 	q := strings.TrimSpace(it.Quantity)
@@ -354,9 +355,9 @@ func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
 	return item, len(errs) == n
 }
 
-// checkText cleans a text field (cleanText) and checks it: the value, or
+// CheckText cleans a text field (cleanText) and checks it: the value, or
 // the message that says what is wrong with it.
-func checkText(raw string, max int, required, newlines bool) (string, string) {
+func CheckText(raw string, max int, required, newlines bool) (string, string) {
 	v, ok := cleanText(raw)
 	switch {
 	case !utf8.ValidString(v):
@@ -412,7 +413,7 @@ func checkCurrency(raw string) (string, string) {
 // Validate checks in as a new order (cur nil) or as a change to cur, and
 // returns field errors, or nil.
 func Validate(cur *Order, in OrderInput) map[string]string {
-	_, errs := apply(cur, in)
+	_, errs := ApplyOrder(cur, in)
 	return errs
 }
 
@@ -464,8 +465,8 @@ func invisible(r rune) bool {
 	return false
 }
 
-// sameItems reports whether a and b hold the same items in the same order.
-func sameItems(a, b []Item) bool {
+// SameItems reports whether a and b hold the same items in the same order.
+func SameItems(a, b []Item) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -14,6 +14,7 @@ import (
 
 	"orders/store"
 	"orders/store/embedded"
+	"orders/store/redisstore"
 )
 
 // BenchmarkEmbeddedCreates measures the embedded store's write rate with a
@@ -28,7 +29,7 @@ func BenchmarkEmbeddedCreates(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	ctx := context.Background()
 	b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	var n atomic.Int64

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"orders/store"
+	"orders/store/redisstore"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -92,7 +93,7 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	if _, err := s.Seed(ctx, 20000, nil); err != nil {
 		b.Fatal(err)
 	}
