@@ -30,6 +30,7 @@ type ProductInput struct {
 	Active    *bool
 	Version   *int64
 }
+
 // ApplyProduct validates in against the stored product cur (nil on
 // create) and returns the resulting product, or the field errors.
 func ApplyProduct(cur *Product, in ProductInput) (Product, map[string]string) {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"orders/store/redisstore"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"orders/store/redisstore"
 )
 
 // Target is one Redis a suite runs against.

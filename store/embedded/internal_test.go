@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"orders/store"
 	"orders/store/redisstore"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // TestEmbeddedPauseHoldsCommandsInsideTheServer: the snapshot's pause is

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"orders/store"
 	"orders/store/redisstore"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // crash stops e as a killed process would stop: no last snapshot, the

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"orders/store"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // A created-date range with the customer, updated or total sort asks for

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"orders/store"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // Live updates: every change of a record is also an event in

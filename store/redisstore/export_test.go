@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"orders/store"
 	"path"
 	"strconv"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // A test-only kind that keeps to one slot and claims a unique code, so the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"orders/store"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // Redis can forget writes it acknowledged: a restart without persistence

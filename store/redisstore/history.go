@@ -1,8 +1,6 @@
 package redisstore
 
 import (
-	"orders/store"
-
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // History: every successful create, change and delete of a

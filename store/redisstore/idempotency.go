@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"orders/store"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // idemKey is where a key's claim lives: "<fingerprint> <id> <p|d>", p while

@@ -3,8 +3,9 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"orders/store"
 	"time"
+
+	"orders/store"
 )
 
 // ixEntry is one index entry: a member of a sorted set.

@@ -3,11 +3,12 @@ package redisstore
 import (
 	"fmt"
 	"math/rand/v2"
-	"orders/store"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"orders/store"
 )
 
 // TestNameMember: members sort by name, then newest first, whatever the

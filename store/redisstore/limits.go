@@ -1,8 +1,6 @@
 package redisstore
 
 import (
-	"orders/store"
-
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // Limits are throttles counted in Redis, so every instance sharing the

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"math"
-	"orders/store"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // ListOrders returns one page of orders that match q. Without a search, the

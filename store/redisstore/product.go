@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"orders/store"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"orders/store"
 )
 
 // Products are the catalogue that fills order items: a second resource,

@@ -3,11 +3,12 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"orders/store"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // Ready reports whether the store can serve requests: Redis answers (on a

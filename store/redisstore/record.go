@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"orders/store"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // Get, create, update and delete, once for every kind: a resource's file

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"orders/store"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // RepairReport is what a check of the whole collection found, and fixed.

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"orders/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
+
+	"orders/store"
 )
 
 // Search: an order matches q when every term of q matches it. Every order

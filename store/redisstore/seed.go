@@ -5,13 +5,14 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"orders/store"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 var (

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
-	"orders/store"
 	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // termList is the List of a kind whose records have search terms (products,

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"orders/store"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
 )
 
 // This file is the one write path of every resource: a record (one hash)
