@@ -18,7 +18,7 @@ import (
 
 // Live updates: GET /<plural>/events is the collection's
 // changes as a text/event-stream, across every app instance sharing the
-// Redis (store/events.go):
+// Redis (store/redisstore/events.go):
 //
 //	retry: 1000
 //
@@ -33,7 +33,7 @@ import (
 // comment every heartbeat keeps proxies and clients from thinking the
 // connection dead. Each instance holds at most MaxStreams streams (503 and
 // Retry-After beyond), and one client address at most its limit across
-// every instance (store.Limits: 429 and Retry-After beyond). Each stream
+// every instance (store.Limiter: 429 and Retry-After beyond). Each stream
 // is one goroutine and a buffer of at most store.SubscriptionBuffer
 // events, and a client that falls further behind is cut off and
 // reconnects where it was. Shutdown ends every stream at

@@ -1,7 +1,7 @@
 package routes
 
 // Attacks on the live updates' server half (routes/events.go over
-// store/events.go), through real connections: app.Test does not stream.
+// store/redisstore/events.go), through real connections: app.Test does not stream.
 
 import (
 	"bufio"

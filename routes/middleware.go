@@ -330,7 +330,7 @@ func actorName(c *fiber.Ctx) string {
 // the health checks, comparing in constant time (hashes of equal length,
 // so neither the length nor a prefix of the secret leaks through timing).
 //
-// Failed attempts are limited (store.Limits): an address or a user name
+// Failed attempts are limited (store.Limiter): an address or a user name
 // that has failed too often lately gets 429 with Retry-After before its
 // password is looked at, so a right password from it is refused too and
 // a guesser learns nothing. A wrong password is counted only while the

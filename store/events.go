@@ -36,13 +36,13 @@ var ErrCursorGone = errors.New("the events after this cursor are no longer kept"
 // ReplayBatch is the most events one Replay call returns.
 const ReplayBatch = 500
 
-// OrderEvents names the orders' event feed (Store.Feed).
+// OrderEvents names the orders' event feed (Service.Feed).
 const OrderEvents = "o"
 
-// ProductEvents names the products' event feed (Store.Feed).
+// ProductEvents names the products' event feed (Service.Feed).
 const ProductEvents = "p"
 
-// CustomerEvents names the customers' event feed (Store.Feed).
+// CustomerEvents names the customers' event feed (Service.Feed).
 const CustomerEvents = "c"
 
 // Feed follows one resource's event stream for this instance and hands

@@ -1,6 +1,9 @@
-// Package store is the order domain: orders, items, money, status
-// transitions, validation, and their storage in Redis hashes. It imports
-// nothing of the application.
+// Package store is the domain: the records of every resource (orders,
+// products, customers) with their inputs, queries and pages, validation,
+// money, errors, limits, statuses and sorts, the history and event types,
+// and Service, what the application asks of whatever keeps the records.
+// It imports nothing of the application and nothing of Redis: the Redis
+// adapter is store/redisstore.
 package store
 
 import (

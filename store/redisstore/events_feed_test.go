@@ -23,7 +23,7 @@ import (
 	"orders/testutil"
 )
 
-// Attacks on the live updates' store half (store/events.go): many writers
+// Attacks on the live updates' store half (store/redisstore/events.go): many writers
 // through two instances while subscribers come and go on both.
 
 // drain reads sub into a slice until its channel is closed.
@@ -342,7 +342,7 @@ func TestFeedAcrossASlotMigration(t *testing.T) {
 	type node struct{ id, addr string }
 	var masters []node
 	owner := map[int]node{}
-	//lint:ignore SA1019 its successor, CLUSTER SHARDS, needs Redis 7; we support Redis 6 (store/ready.go)
+	//lint:ignore SA1019 its successor, CLUSTER SHARDS, needs Redis 7; we support Redis 6 (store/redisstore/ready.go)
 	slots, err := cc.ClusterSlots(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -558,7 +558,7 @@ func TestFeedAcrossAFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	//lint:ignore SA1019 its successor, CLUSTER SHARDS, needs Redis 7; we support Redis 6 (store/ready.go)
+	//lint:ignore SA1019 its successor, CLUSTER SHARDS, needs Redis 7; we support Redis 6 (store/redisstore/ready.go)
 	slots, err := cc.ClusterSlots(ctx).Result()
 	if err != nil {
 		t.Fatal(err)

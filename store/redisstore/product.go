@@ -36,6 +36,19 @@ import (
 // part is "" (every product), "active" or "inactive": each list filter is
 // one set, so every sort and a search of one term are O(log N + page) and
 // exact with or without the filter.
+
+// Product hash fields.
+const (
+	pfSKU      = "k"
+	pfName     = "n"
+	pfPrice    = "pr"
+	pfCurrency = "cu" // absent when USD
+	pfActive   = "a"  // "1" or "0"
+	pfVersion  = "v"
+	pfCreated  = "ca"
+	pfUpdated  = "ua"
+)
+
 func encodeProduct(p *store.Product) []any {
 	active := "0"
 	if p.Active {
@@ -237,15 +250,3 @@ func (s *Store) ListProducts(ctx context.Context, q store.ProductQuery) (store.P
 	return store.ProductPage{Products: p.Rows, Page: p.Page, PerPage: p.PerPage, Total: p.Total,
 		TotalIsLowerBound: p.TotalIsLowerBound, MatchOrder: p.MatchOrder}, err
 }
-
-// Product hash fields.
-const (
-	pfSKU      = "k"
-	pfName     = "n"
-	pfPrice    = "pr"
-	pfCurrency = "cu" // absent when USD
-	pfActive   = "a"  // "1" or "0"
-	pfVersion  = "v"
-	pfCreated  = "ca"
-	pfUpdated  = "ua"
-)

@@ -82,7 +82,7 @@ func allPages(t *testing.T, f *fixture, q store.OrderQuery, pp int) ([]int64, in
 // ($85,899,345.92) and above, two orders of the same total tie in the score
 // and Redis orders them by the member's text: "10" before "9".
 func TestTotalTiesAtTheExactBoundary(t *testing.T) {
-	testutil.KnownBug(t, "from 2^33 cents totalScore (store/redis.go) keeps no id bits: equal totals sort by member text (\"10\" before \"9\"), not by id")
+	testutil.KnownBug(t, "from 2^33 cents totalScore (store/redisstore/order.go) keeps no id bits: equal totals sort by member text (\"10\" before \"9\"), not by id")
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f := fresh(t, tg)
@@ -122,7 +122,7 @@ func TestTotalTiesAtTheExactBoundary(t *testing.T) {
 // member text puts "1048585" before "9". timeScore has the same flaw past
 // 2^21 for orders created in the same second.
 func TestTotalTiesPastTwoToTheTwenty(t *testing.T) {
-	testutil.KnownBug(t, "totalScore (store/redis.go) keeps the id's low 20 bits (timeScore 21): past 1,048,576 orders equal totals (and same-second times past 2,097,152) sort by member text, not by id")
+	testutil.KnownBug(t, "totalScore (store/redisstore/order.go) keeps the id's low 20 bits (timeScore 21): past 1,048,576 orders equal totals (and same-second times past 2,097,152) sort by member text, not by id")
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -190,7 +190,7 @@ func hangTarget(t *testing.T, real bool) testutil.Target {
 // rounded twice, and mid can equal l). Before 2038 (the control) it works.
 func TestDeepPagesPastTwoToTheFiftyTwo(t *testing.T) {
 	if os.Getenv("ORDERS_ATTACK_HANG") == "-" {
-		t.Skip("was BUG: mergeScript (store/list.go:259-262) loops forever for ascending sorts once scores pass 2^52 (created/updated after 2038-01-19, totals from $42,949,672.96): mid = floor((l+h)/2) rounds up to h; set ORDERS_ATTACK_HANG=1 (and ORDERS_ATTACK_PRIVATE_REDIS=host:port of a Redis of your own) to run; it leaks a spinning miniredis")
+		t.Skip("was BUG: mergeScript (store/redisstore/list.go:259-262) loops forever for ascending sorts once scores pass 2^52 (created/updated after 2038-01-19, totals from $42,949,672.96): mid = floor((l+h)/2) rounds up to h; set ORDERS_ATTACK_HANG=1 (and ORDERS_ATTACK_PRIVATE_REDIS=host:port of a Redis of your own) to run; it leaks a spinning miniredis")
 	}
 	reals := []bool{false}
 	if os.Getenv("ORDERS_ATTACK_PRIVATE_REDIS") != "" {
@@ -427,7 +427,7 @@ func TestOneTermTotalsAreExact(t *testing.T) {
 		}
 	})
 	t.Run("one term", func(t *testing.T) {
-		testutil.KnownBug(t, "a one-term q longer than 16 bytes or with a date, and a date range with a sort other than created, go through a walk of at most 10,000 orders (store/list.go): the total says \"at least 10000\" and pages past the 10,000th are empty, where the total should be exact")
+		testutil.KnownBug(t, "a one-term q longer than 16 bytes or with a date, and a date range with a sort other than created, go through a walk of at most 10,000 orders (store/redisstore/list.go): the total says \"at least 10000\" and pages past the 10,000th are empty, where the total should be exact")
 		for _, q := range []store.OrderQuery{
 			{Q: "mechanical-keyboard"},         // 19 bytes: a long term
 			{Q: "common", From: day},           // one term and a date

@@ -1,3 +1,9 @@
+// Package redisstore keeps the store's records in Redis (one server, a
+// Cluster, or the embedded miniredis of store/embedded): it implements
+// store.Service. Each resource's storage (its kind: hash fields, index
+// entries, claims, seed) and its List are in the resource's own file
+// (order.go, product.go, customer.go); the write path, history, events,
+// repair, seeding and the limits are written once for every kind.
 package redisstore
 
 import (
