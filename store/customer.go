@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"net/mail"
 	"strings"
 	"time"
@@ -210,4 +211,17 @@ func CustomerDigits(phone string) string {
 		}
 	}
 	return b.String()
+}
+
+// Customers are the customers' records.
+type Customers interface {
+	GetCustomer(ctx context.Context, id int64) (*Customer, error)
+	ListCustomers(ctx context.Context, q CustomerQuery) (CustomerPage, error)
+	// CustomerOrders is one page of a customer's orders, newest first.
+	CustomerOrders(ctx context.Context, id int64, page, perPage int) (OrderPage, error)
+	CreateCustomer(ctx context.Context, in CustomerInput) (*Customer, error)
+	UpdateCustomer(ctx context.Context, id int64, in CustomerInput, ifMatch int64) (*Customer, error)
+	DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error
+	CustomerHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
+	AddCustomerNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 }

@@ -7,6 +7,7 @@
 package store
 
 import (
+	"context"
 	"net/mail"
 	"regexp"
 	"strconv"
@@ -480,4 +481,20 @@ func SameItems(a, b []Item) bool {
 		}
 	}
 	return true
+}
+
+// Orders are the orders' records.
+type Orders interface {
+	GetOrder(ctx context.Context, id int64) (*Order, error)
+	ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error)
+	CreateOrder(ctx context.Context, in OrderInput) (*Order, error)
+	// CreateOrderOnce is CreateOrder for a request that carries an
+	// Idempotency-Key: a retry with the same key and fingerprint gets the
+	// same order.
+	CreateOrderOnce(ctx context.Context, key, fingerprint string, in OrderInput) (*Order, error)
+	UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatch int64) (*Order, error)
+	DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error
+	OrderHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
+	AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
+	CountOrders(ctx context.Context) (int64, error)
 }

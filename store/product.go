@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"time"
 )
 
@@ -88,4 +89,15 @@ func ApplyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
 		return Product{}, errs
 	}
 	return p, nil
+}
+
+// Products are the catalogue's records.
+type Products interface {
+	GetProduct(ctx context.Context, id int64) (*Product, error)
+	ListProducts(ctx context.Context, q ProductQuery) (ProductPage, error)
+	CreateProduct(ctx context.Context, in ProductInput) (*Product, error)
+	UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error)
+	DeleteProduct(ctx context.Context, id int64, ifMatch, version int64) error
+	ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
+	AddProductNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 }

@@ -22,7 +22,7 @@ import (
 // the store as the app calls it (each create is an INCR of the id counter
 // and one MULTI/EXEC).
 //
-//	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./store
+//	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./store/embedded
 func BenchmarkEmbeddedCreates(b *testing.B) {
 	e, err := embedded.Open(embedded.Options{Path: filepath.Join(b.TempDir(), "orders.json")}, &redis.Options{PoolSize: 32})
 	if err != nil {

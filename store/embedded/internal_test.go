@@ -85,7 +85,7 @@ func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
 // BenchmarkEmbeddedSnapshotPause reports how long a snapshot holds writes
 // at 20,000 orders: the first (full) copy, and later ones under 8 writers,
 // which copy only the keys changed since (go test -bench SnapshotPause
-// -benchtime 10x ./store).
+// -benchtime 10x ./store/embedded).
 func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 	ctx := context.Background()
 	e, err := Open(Options{Path: filepath.Join(b.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
