@@ -13,29 +13,14 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// item is a valid item input.
-func item() store.ItemInput {
-	return store.ItemInput{SKU: "SKU-1", Name: "Widget", Quantity: "2", UnitPrice: "19.99"}
-}
+// widget is a valid item input.
+var widget = store.ItemInput{SKU: "SKU-1", Name: "Widget", Quantity: "2", UnitPrice: "19.99"}
 
-// validInput is a valid new order with one item.
+// validInput is a valid new order with one item (store's validation tests
+// have their own).
 func validInput() store.OrderInput {
-	return store.OrderInput{
-		Customer: ptr("Ada Lovelace"),
-		Email:    ptr("ada@example.com"),
-		Notes:    ptr("Leave at the door."),
-		Items:    []store.ItemInput{item()},
-		HasItems: true,
-	}
-}
-
-// items returns n valid item inputs indexed 0..n-1.
-func items(n int) []store.ItemInput {
-	out := make([]store.ItemInput, n)
-	for i := range out {
-		out[i] = item()
-	}
-	return out
+	return store.OrderInput{Customer: ptr("Ada Lovelace"), Email: ptr("ada@example.com"),
+		Notes: ptr("Leave at the door."), Items: []store.ItemInput{widget}, HasItems: true}
 }
 
 // pathTo lists the status changes that bring a new order to s.
@@ -129,7 +114,7 @@ func TestFrozenOnceShipped(t *testing.T) {
 			frozen := "cannot change once an order is " + string(st)
 
 			// Items.
-			_, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Items: items(2), HasItems: true}, 0)
+			_, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Items: []store.ItemInput{widget, widget}, HasItems: true}, 0)
 			checkUpdate(t, err, editable, "items", frozen)
 			_, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{HasItems: true}, 0)
 			checkUpdate(t, err, editable, "items", frozen)

@@ -219,7 +219,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 
 	t.Run("Get", func(t *testing.T) {
 		f := fresh(t, tg)
-		o := f.create(t, "Grace Hopper", withItems(item(), item(), store.ItemInput{Name: "Third", Quantity: "7", UnitPrice: "0.01"}),
+		o := f.create(t, "Grace Hopper", withItems(widget, widget, store.ItemInput{Name: "Third", Quantity: "7", UnitPrice: "0.01"}),
 			func(in *store.OrderInput) { in.Notes = ptr("two\nlines"); in.Currency = ptr("EUR") })
 		got, err := f.s.GetOrder(ctx, o.ID)
 		if err != nil {
@@ -238,7 +238,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 
 	t.Run("Update", func(t *testing.T) {
 		f := fresh(t, tg)
-		o := f.create(t, "Ada Lovelace", withItems(item(), item()), func(in *store.OrderInput) {
+		o := f.create(t, "Ada Lovelace", withItems(widget, widget), func(in *store.OrderInput) {
 			in.Email = ptr("ada@example.com")
 			in.Notes = ptr("first")
 		})
@@ -339,8 +339,8 @@ func runSuite(t *testing.T, tg testutil.Target) {
 
 	t.Run("Delete", func(t *testing.T) {
 		f := fresh(t, tg)
-		a := f.create(t, "Ada Lovelace", withItems(item(), item()))
-		b := f.create(t, "Ada Byron", withItems(item()))
+		a := f.create(t, "Ada Lovelace", withItems(widget, widget))
+		b := f.create(t, "Ada Byron", withItems(widget))
 		c := f.create(t, "Alan Turing")
 		f.update(t, b.ID, store.OrderInput{Status: ptr("confirmed")})
 
@@ -560,7 +560,7 @@ func runSuite(t *testing.T, tg testutil.Target) {
 
 	t.Run("ListItems", func(t *testing.T) {
 		f := fresh(t, tg)
-		a := f.create(t, "Ada", withItems(item(), item()))
+		a := f.create(t, "Ada", withItems(widget, widget))
 		f.create(t, "Bob")
 		c := f.create(t, "Cy", withItems(store.ItemInput{Name: "One", Quantity: "1", UnitPrice: "1"}))
 		p := f.list(t, store.OrderQuery{})
