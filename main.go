@@ -31,6 +31,7 @@ import (
 	"orders/routes"
 	"orders/store"
 	"orders/store/embedded"
+	"orders/store/redisstore"
 )
 
 // files are the templates and static files the binary carries; tests read
@@ -356,7 +357,7 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 	upgrade := func() error {
 		ran, r, err := st.Upgrade(ctx)
 		if err == nil && ran {
-			log.Info("rebuilt the indexes for this version's layout", "layout", store.Layout, "report", r.String())
+			log.Info("rebuilt the indexes for this version's layout", "layout", redisstore.Layout, "report", r.String())
 		}
 		return err
 	}
@@ -403,7 +404,7 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 // openStore opens the configured Redis (openRedis) and the store over it,
 // and shows metrics (when not nil) the Redis client's pool and the
 // embedded store's files.
-func openStore(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.Writer) (*store.Store, func() error, error) {
+func openStore(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.Writer) (*redisstore.Store, func() error, error) {
 	rdb, cluster, health, closeRedis, err := openRedis(cfg, metrics, log, stderr)
 	if err != nil {
 		return nil, nil, err
@@ -412,7 +413,7 @@ func openStore(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.
 		_ = closeRedis()
 		return nil, nil, fmt.Errorf("metrics: %w", err)
 	}
-	return store.New(rdb, store.Options{Cluster: cluster, Logger: log, Health: health}), closeRedis, nil
+	return redisstore.New(rdb, redisstore.Options{Cluster: cluster, Logger: log, Health: health}), closeRedis, nil
 }
 
 // serveMetrics serves metrics at /metrics on addr, a listener of its own
@@ -437,7 +438,7 @@ func serveMetrics(addr string, metrics *routes.Metrics, log *slog.Logger) (stop 
 
 // repair runs Store.Repair over the whole collection and prints what it
 // found and fixed. It exits non-zero only when it could not finish.
-func repair(ctx context.Context, st *store.Store, stdout io.Writer) error {
+func repair(ctx context.Context, st *redisstore.Store, stdout io.Writer) error {
 	start := time.Now()
 	r, err := st.Repair(ctx, true)
 	fmt.Fprintf(stdout, "orders -repair: %v in %v\n", r, time.Since(start).Round(time.Millisecond))
@@ -466,7 +467,7 @@ func openRedis(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.
 	switch {
 	case cfg.redis == "":
 		o := &redis.Options{}
-		store.Deadlines(o)
+		redisstore.Deadlines(o)
 		e, err := embedded.Open(embedded.Options{Path: cfg.data, Interval: cfg.snapshotEvery, Log: log, Stderr: stderr}, o)
 		if err != nil {
 			return nil, false, nil, nil, err
@@ -485,8 +486,8 @@ func openRedis(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.
 	case strings.Contains(cfg.redis, ","):
 		addrs := splitList(cfg.redis)
 		opt := &redis.ClusterOptions{Addrs: addrs}
-		store.ClusterDeadlines(opt)
-		rdb, closeCluster := store.NewClusterClient(opt)
+		redisstore.ClusterDeadlines(opt)
+		rdb, closeCluster := redisstore.NewClusterClient(opt)
 		log.Info("using Redis Cluster", "nodes", addrs)
 		return rdb, true, nil, closeCluster, nil
 	default:
@@ -499,7 +500,7 @@ func openRedis(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.
 		if err != nil {
 			return nil, false, nil, nil, fmt.Errorf("-redis: %w", err)
 		}
-		store.Deadlines(o)
+		redisstore.Deadlines(o)
 		rdb := redis.NewClient(o)
 		if clusterNode(rdb) {
 			rdb.Close()

@@ -19,7 +19,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -292,7 +292,7 @@ func TestRedisHostPortIsOneRedis(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	o, err := store.New(rdb, store.Options{}).GetOrder(context.Background(), id)
+	o, err := redisstore.New(rdb, redisstore.Options{}).GetOrder(context.Background(), id)
 	if err != nil || o.Customer != "Ada Lovelace" {
 		t.Errorf("order %d in the Redis at %s: %+v, %v; want Ada Lovelace's order there", id, mr.Addr(), o, err)
 	}

@@ -22,13 +22,14 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
 type env struct {
 	base  string
 	ctx   context.Context
-	store *store.Store
+	store *redisstore.Store
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
@@ -64,28 +65,28 @@ func chromiumPath(t *testing.T) string {
 
 // serve serves the application on a free loopback port over a fresh
 // embedded store, and returns its base URL ("http://127.0.0.1:port").
-func serve(t *testing.T) (string, *store.Store) {
+func serve(t *testing.T) (string, *redisstore.Store) {
 	t.Helper()
-	return serveWith(t, store.Options{})
+	return serveWith(t, redisstore.Options{})
 }
 
 // serveWith is serve over a store with the given options (a clock), its
 // Redis client with the given hooks (a delay).
-func serveWith(t *testing.T, opts store.Options, hooks ...redis.Hook) (string, *store.Store) {
+func serveWith(t *testing.T, opts redisstore.Options, hooks ...redis.Hook) (string, *redisstore.Store) {
 	t.Helper()
 	return serveOn(t, miniredis.RunT(t), opts, hooks...)
 }
 
 // serveOn is serveWith over a given Redis: several instances of the
 // application can share one (browser/live_test.go).
-func serveOn(t *testing.T, m *miniredis.Miniredis, opts store.Options, hooks ...redis.Hook) (string, *store.Store) {
+func serveOn(t *testing.T, m *miniredis.Miniredis, opts redisstore.Options, hooks ...redis.Hook) (string, *redisstore.Store) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	for _, h := range hooks {
 		rdb.AddHook(h)
 	}
 	t.Cleanup(func() { rdb.Close() })
-	st := store.New(rdb, opts)
+	st := redisstore.New(rdb, opts)
 	app, err := routes.New(routes.Config{Store: st, Files: testutil.Files(t), Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +98,11 @@ func serveOn(t *testing.T, m *miniredis.Miniredis, opts store.Options, hooks ...
 // JavaScript on or off.
 func start(t *testing.T, javascript bool) *env {
 	t.Helper()
-	return startWith(t, javascript, store.Options{})
+	return startWith(t, javascript, redisstore.Options{})
 }
 
 // startWith is start over a store with the given options and Redis hooks.
-func startWith(t *testing.T, javascript bool, so store.Options, hooks ...redis.Hook) *env {
+func startWith(t *testing.T, javascript bool, so redisstore.Options, hooks ...redis.Hook) *env {
 	t.Helper()
 	exe := chromiumPath(t)
 	base, st := serveWith(t, so, hooks...)
@@ -133,7 +134,7 @@ func browser(t *testing.T, exe string) context.Context {
 
 // openTab is the env of a tab (ctx) on the application at base: its console
 // and dialogs watched, JavaScript on or off.
-func openTab(t *testing.T, ctx context.Context, base string, st *store.Store, javascript bool) *env {
+func openTab(t *testing.T, ctx context.Context, base string, st *redisstore.Store, javascript bool) *env {
 	t.Helper()
 	e := &env{base: base, ctx: ctx, store: st}
 	messages := chromedp.Console(ctx)

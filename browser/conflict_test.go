@@ -10,10 +10,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // conflictOrder stores the order the conflict tests edit: two items.
-func conflictOrder(t *testing.T, st *store.Store) *store.Order {
+func conflictOrder(t *testing.T, st *redisstore.Store) *store.Order {
 	t.Helper()
 	customer, email := "Katherine Johnson", "kj@example.com"
 	o, err := st.CreateOrder(context.Background(), store.OrderInput{Customer: &customer, Email: &email, HasItems: true,
@@ -29,7 +30,7 @@ func conflictOrder(t *testing.T, st *store.Store) *store.Order {
 
 // theirs is the other person's save: a new customer name and two of the
 // slide rule.
-func theirs(t *testing.T, st *store.Store, id int64, customer string) {
+func theirs(t *testing.T, st *redisstore.Store, id int64, customer string) {
 	t.Helper()
 	if _, err := st.UpdateOrder(context.Background(), id, store.OrderInput{Customer: &customer, HasItems: true,
 		Items: []store.ItemInput{

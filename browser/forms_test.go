@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // jsString evaluates js (an expression) and returns its value as a string.
@@ -60,7 +61,7 @@ func (e *env) waitFocus(t *testing.T, what, sel string) {
 }
 
 // createOrder stores an order with one item for a test to act on.
-func createOrder(t *testing.T, st *store.Store, customer, email string) *store.Order {
+func createOrder(t *testing.T, st *redisstore.Store, customer, email string) *store.Order {
 	t.Helper()
 	o, err := st.CreateOrder(context.Background(), store.OrderInput{Customer: &customer, Email: &email, HasItems: true,
 		Items: []store.ItemInput{{SKU: "MUG-1", Name: "Enamel mug", Quantity: "2", UnitPrice: "12.50"}}})

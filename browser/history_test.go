@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // historySeed is what seedHistory stores: an order whose timeline holds
@@ -31,7 +32,7 @@ type historySeed struct {
 // seedHistory stores records whose histories the checkers walk: by
 // alice on the web and bob through the API, notes with markup and
 // several lines, a change of fields, of items and of status.
-func seedHistory(t *testing.T, st *store.Store) historySeed {
+func seedHistory(t *testing.T, st *redisstore.Store) historySeed {
 	t.Helper()
 	str := func(s string) *string { return &s }
 	alice := store.WithActor(context.Background(), "alice", "web")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -509,7 +510,7 @@ func runVNU(t *testing.T, java, jar string, files []string) []vnuMessage {
 // with items, notes and a past edit (so a stale version exists), a shipped
 // one, a cancelled one without items, one of each other status, and one to
 // delete.
-func seedStates(t *testing.T, st *store.Store) (pending, shipped, cancelled, doomed *store.Order) {
+func seedStates(t *testing.T, st *redisstore.Store) (pending, shipped, cancelled, doomed *store.Order) {
 	t.Helper()
 	ctx := context.Background()
 	str := func(s string) *string { return &s }

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // clock is a store clock the test sets: orders get the created dates it says.
@@ -87,7 +88,7 @@ func seedList(t *testing.T, e *env, clk *clock, n int) []seeded {
 func startList(t *testing.T, javascript bool, hooks ...redis.Hook) (*env, *clock) {
 	t.Helper()
 	clk := &clock{t: time.Now()}
-	return startWith(t, javascript, store.Options{Now: clk.Now}, hooks...), clk
+	return startWith(t, javascript, redisstore.Options{Now: clk.Now}, hooks...), clk
 }
 
 // rowIDs returns the ids of the List rows shown, in order.

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/routes"
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -23,7 +23,7 @@ func TestLiveHiddenTabFreesItsStream(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	st := store.New(rdb, store.Options{})
+	st := redisstore.New(rdb, redisstore.Options{})
 	app, err := routes.New(routes.Config{Store: st, Files: testutil.Files(t), Logger: testutil.Logger(t), MaxStreams: 1})
 	if err != nil {
 		t.Fatal(err)

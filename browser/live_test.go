@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // liveWithin is what the contract promises: a change made anywhere shows
@@ -33,8 +34,8 @@ func startLive(t *testing.T) (a, b *env) {
 	t.Helper()
 	exe := chromiumPath(t)
 	m := miniredis.RunT(t)
-	baseA, st := serveOn(t, m, store.Options{})
-	baseB, _ := serveOn(t, m, store.Options{})
+	baseA, st := serveOn(t, m, redisstore.Options{})
+	baseB, _ := serveOn(t, m, redisstore.Options{})
 	root := browser(t, exe)
 	tab := func(base string) *env {
 		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())

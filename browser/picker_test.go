@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // pickerProduct is a product the picker tests seed.
@@ -42,7 +43,7 @@ var pickerProducts = []pickerProduct{
 }
 
 // seedPickerProducts stores pickerProducts and returns them by name.
-func seedPickerProducts(t *testing.T, st *store.Store) map[string]*store.Product {
+func seedPickerProducts(t *testing.T, st *redisstore.Store) map[string]*store.Product {
 	t.Helper()
 	out := map[string]*store.Product{}
 	for _, p := range pickerProducts {

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // catalogue is what the product tests seed: four active products and an
@@ -28,7 +29,7 @@ type catalogue struct {
 	mug, pen, cap, lamp, old *store.Product
 }
 
-func seedCatalogue(t *testing.T, st *store.Store) catalogue {
+func seedCatalogue(t *testing.T, st *redisstore.Store) catalogue {
 	t.Helper()
 	ctx := context.Background()
 	create := func(sku, name, price string, active bool) *store.Product {
@@ -80,7 +81,7 @@ func (e *env) wantProductRows(t *testing.T, what string, want ...*store.Product)
 }
 
 // storedProduct reads a product back; gone reports that it is not stored.
-func storedProduct(t *testing.T, st *store.Store, id int64) (p *store.Product, gone bool) {
+func storedProduct(t *testing.T, st *redisstore.Store, id int64) (p *store.Product, gone bool) {
 	t.Helper()
 	p, err := st.GetProduct(context.Background(), id)
 	if store.ErrorCode(err) == store.ENOTFOUND {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // productJSON is a product as its JSON representation shows it.
@@ -43,7 +44,7 @@ func newAckedProducts() *ackedProducts { return newAckedRecords[productJSON]() }
 // one count per kind of problem, each of which must be zero.
 type catalogue struct {
 	Exist, Listed, Live, Claims int
-	Repair                      store.RepairReport
+	Repair                      redisstore.RepairReport
 	// httpOnly: the Redis was not reachable (the embedded one), so neither
 	// its claims nor store.Repair were checked.
 	httpOnly bool
@@ -91,7 +92,7 @@ func walkProducts(base, query string) (rows []productJSON, totals []int64, err e
 // st over rdb (prefix: st's key prefix; st nil: HTTP only), against what a
 // load acknowledged (a may be nil: the catalogue's own consistency only),
 // their histories too (checkHistories).
-func checkCatalogue(t *testing.T, base string, st *store.Store, rdb redis.UniversalClient, prefix string, a *ackedProducts) *catalogue {
+func checkCatalogue(t *testing.T, base string, st *redisstore.Store, rdb redis.UniversalClient, prefix string, a *ackedProducts) *catalogue {
 	t.Helper()
 	c := &catalogue{}
 	loaded := a != nil

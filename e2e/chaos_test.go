@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -457,7 +457,7 @@ func TestChaosWithFaults(t *testing.T) {
 // storeOf is a store over the Redis the apps use (redisArg as -redis
 // takes it: a redis:// URL, or a Cluster's nodes separated by commas),
 // for checks the HTTP API cannot make (SKU claims, store.Repair).
-func storeOf(t *testing.T, redisArg string) (*store.Store, redis.UniversalClient) {
+func storeOf(t *testing.T, redisArg string) (*redisstore.Store, redis.UniversalClient) {
 	t.Helper()
 	var rdb redis.UniversalClient
 	cluster := !strings.HasPrefix(redisArg, "redis://")
@@ -472,7 +472,7 @@ func storeOf(t *testing.T, redisArg string) (*store.Store, redis.UniversalClient
 		rdb = redis.NewClient(opt)
 	}
 	t.Cleanup(func() { rdb.Close() })
-	return store.New(rdb, store.Options{Cluster: cluster}), rdb
+	return redisstore.New(rdb, redisstore.Options{Cluster: cluster}), rdb
 }
 
 // restartApp starts the binary again on old's address.

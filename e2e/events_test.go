@@ -25,6 +25,7 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -142,7 +143,7 @@ func checkSequence(t testing.TB, name string, got []testutil.SSEEvent, want []wa
 			if d := want[i].differs(got[i]); d != "" {
 				t.Errorf("%s: event %d (id %s): want %v, %s", name, i, got[i].ID, want[i], d)
 				problems++
-			} else if i > 0 && !store.After(got[i].ID, got[i-1].ID) {
+			} else if i > 0 && !redisstore.After(got[i].ID, got[i-1].ID) {
 				t.Errorf("%s: event %d's id %s does not come after %s", name, i, got[i].ID, got[i-1].ID)
 				problems++
 			}
@@ -523,7 +524,7 @@ func TestEventsAcrossInstances(t *testing.T) {
 			if err != nil || len(oldest) == 0 {
 				t.Fatalf("XRANGE: %v %v", oldest, err)
 			}
-			if after < store.EventsKept || after > store.EventsKept+200 || !store.After(oldest[0].ID, cursor) {
+			if after < store.EventsKept || after > store.EventsKept+200 || !redisstore.After(oldest[0].ID, cursor) {
 				t.Fatalf("after A's write the stream holds %d events (%d before it), the oldest %s: want it trimmed to about %d, past the cursor %s",
 					after, before, oldest[0].ID, store.EventsKept, cursor)
 			}
@@ -562,7 +563,7 @@ func checkReset(t *testing.T, s *script, base, path string, h map[string]string,
 	if len(got) == 0 {
 		t.Fatalf("%s: no event, want reset", name)
 	}
-	if r := got[0]; r.Event != store.ActionReset || r.Data != "{}" || r.ID == "" || newest != "" && store.After(newest, r.ID) {
+	if r := got[0]; r.Event != store.ActionReset || r.Data != "{}" || r.ID == "" || newest != "" && redisstore.After(newest, r.ID) {
 		t.Fatalf("%s: first event %s %s %s, want reset {} with an id no older than %s", name, r.ID, r.Event, r.Data, newest)
 	}
 	checkSequence(t, name+" after its reset", got[1:], s.orders[from:])
@@ -758,7 +759,7 @@ func TestEventsMaxStreams(t *testing.T) {
 // inProcessStore is an in-process app over the real Redis at
 // ORDERS_TEST_REDIS (its own key prefix), served on a loopback port of
 // its own; skipped loudly without that Redis.
-func inProcessStore(t *testing.T, cfg routes.Config, wrap func(net.Listener) net.Listener) (*store.Store, testutil.Target, string) {
+func inProcessStore(t *testing.T, cfg routes.Config, wrap func(net.Listener) net.Listener) (*redisstore.Store, testutil.Target, string) {
 	t.Helper()
 	var tg *testutil.Target
 	for _, x := range testutil.Targets(t) {
@@ -844,7 +845,7 @@ func TestEventsStalledSubscriber(t *testing.T) {
 	otherDone := make(chan struct{})
 	go func() {
 		defer close(otherDone)
-		for range other.C {
+		for range other.Events() {
 			otherGot++
 		}
 	}()
@@ -1072,10 +1073,10 @@ func TestEventsResetAfterALossyClusterFailover(t *testing.T) {
 	tc := startCluster(t, 3, 1)
 	app := startApp(t, tc.addrs())
 	opt := &redis.ClusterOptions{Addrs: strings.Split(tc.addrs(), ",")}
-	store.ClusterDeadlines(opt)
-	cc, closeCC := store.NewClusterClient(opt)
+	redisstore.ClusterDeadlines(opt)
+	cc, closeCC := redisstore.NewClusterClient(opt)
 	t.Cleanup(func() { _ = closeCC() })
-	feed := store.New(cc, store.Options{Cluster: true}).Feed(store.OrderEvents)
+	feed := redisstore.New(cc, redisstore.Options{Cluster: true}).Feed(store.OrderEvents)
 	ctx := context.Background()
 	mc, err := cc.MasterForKey(ctx, "o:events")
 	if err != nil {

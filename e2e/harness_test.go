@@ -28,6 +28,7 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -315,7 +316,7 @@ type listJSON struct {
 func inProcess(t testing.TB, rdb redis.UniversalClient) *fiber.App {
 	t.Helper()
 	app, err := routes.New(routes.Config{
-		Store:        store.New(rdb, store.Options{}),
+		Store:        redisstore.New(rdb, redisstore.Options{}),
 		Files:        testutil.Files(t),
 		Logger:       testutil.Logger(t),
 		AllowedHosts: []string{testutil.Host},

@@ -21,7 +21,7 @@ import (
 // Config is what the application needs from the outside.
 type Config struct {
 	// Store holds the orders.
-	Store *store.Store
+	Store store.Service
 	// Files holds the folders layouts/ and partials/ (the templates) and
 	// public/ (the static files, read, hashed and compressed once in New
 	// and served under /public/ by content-hashed names: assets.go).
@@ -125,7 +125,7 @@ func New(cfg Config) (*fiber.App, error) {
 	} else if cfg.Metrics != nil {
 		cfg.Limits.OnThrottle = func(limit string) { lim.OnThrottle(limit); cfg.Metrics.Throttled(limit) }
 	}
-	h := &handlers{store: cfg.Store, log: cfg.Logger, limits: store.NewLimits(cfg.Store, cfg.Limits),
+	h := &handlers{store: cfg.Store, log: cfg.Logger, limits: cfg.Store.Limits(cfg.Limits),
 		proxies: newProxies(cfg.TrustedProxies), metrics: cfg.Metrics, bodies: &bodyBudget{limit: cfg.BodyBudget}}
 	app := fiber.New(fiber.Config{
 		Views: engine,
@@ -172,7 +172,7 @@ func New(cfg Config) (*fiber.App, error) {
 	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	feeds := map[string]*store.Feed{}
+	feeds := map[string]store.Feed{}
 	for _, r := range resources {
 		feeds[r.Feed] = cfg.Store.Feed(r.Feed)
 		app.Get(r.EventsPath(), live.events(feeds[r.Feed]))
@@ -228,14 +228,14 @@ func proxyList(list []string) []string {
 }
 
 type handlers struct {
-	store   *store.Store
+	store   store.Service
 	log     *slog.Logger
 	metrics *Metrics
 	// routes: the application's routes, to name the one a request took.
 	routes *routeTable
 	// limits are the throttles shared through Redis; proxies name the
 	// client behind a trusted proxy.
-	limits  *store.Limits
+	limits  store.Limiter
 	proxies proxies
 	// bodies bounds the memory request bodies take across connections.
 	bodies *bodyBudget

@@ -93,12 +93,12 @@ var customerListing = &listing{
 }
 
 // customerMembers are the customer's member routes.
-func customerMembers(s *store.Store) *members[store.Customer, store.CustomerInput] {
+func customerMembers(s store.Customers) *members[store.Customer, store.CustomerInput] {
 	return newMembers[store.Customer, store.CustomerInput](customerResource, customerFields, customerResource.Plural, customerMember{s})
 }
 
 // customerMember is the customer's recordStore and memberPages.
-type customerMember struct{ s *store.Store }
+type customerMember struct{ s store.Customers }
 
 // get reads the customer with its newest orders, which its page lists.
 func (m customerMember) get(ctx context.Context, id int64) (*store.Customer, error) {
@@ -168,7 +168,7 @@ func (customerMember) conflict(cur *store.Customer, in store.CustomerInput, row 
 // htmx swap, or JSON ({"customers": [...], page...}); the customer picker
 // of the order forms asks it for ?q=…&per_page=10&picker=1 and gets the
 // options of its listbox.
-func listCustomers(s *store.Store) handler {
+func listCustomers(s store.Customers) handler {
 	return func(c *fiber.Ctx, rp repr) (*response, error) {
 		paging, err := parsePaging(c)
 		if err != nil {

@@ -14,11 +14,12 @@ import (
 	"testing"
 
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
 func init() {
-	noteAdders["customers"] = (*store.Store).AddCustomerNote
+	noteAdders["customers"] = (*redisstore.Store).AddCustomerNote
 	sessions["customers"] = []sessionStep{
 		{"create", http.MethodPost, map[string]any{"name": "Ada", "email": "ada@example.com", "address": map[string]any{"city": "London"}},
 			&wantEntry{action: "created", version: 1,

@@ -600,7 +600,7 @@ func actorName(c *fiber.Ctx) string {
 // the health checks, comparing in constant time (hashes of equal length,
 // so neither the length nor a prefix of the secret leaks through timing).
 //
-// Failed attempts are limited (store.Limits): an address or a user name
+// Failed attempts are limited (store.Limiter): an address or a user name
 // that has failed too often lately gets 429 with Retry-After before its
 // password is looked at, so a right password from it is refused too and
 // a guesser learns nothing. A wrong password is counted only while the
@@ -1377,7 +1377,7 @@ func (m *Metrics) RegisterEmbedded(stats func() embedded.Stats) error {
 // registerApp shows what the application itself holds: its open live
 // streams, whether the store is ready (what /readyz answers), whether it
 // is recovering from Redis forgetting writes, and the request bodies held.
-func (m *Metrics) registerApp(streamsOpen func() int, st *store.Store, bodies *bodyBudget) error {
+func (m *Metrics) registerApp(streamsOpen func() int, st store.Service, bodies *bodyBudget) error {
 	if m == nil {
 		return nil
 	}

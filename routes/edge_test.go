@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -155,7 +155,7 @@ func TestRefusalsCarryTheSecurityHeaders(t *testing.T) {
 	// Redis down: 503.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	down := newTestApp(t, "down", store.New(rdb, store.Options{}))
+	down := newTestApp(t, "down", redisstore.New(rdb, redisstore.Options{}))
 	r := down.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusServiceUnavailable)
 	wantSecurityHeaders(t, r.What, r.Header)
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -364,7 +365,7 @@ func TestRedisDown(t *testing.T) {
 				ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolTimeout: time.Second,
 				ContextTimeoutEnabled: true, MaxRetries: 1})
 			t.Cleanup(func() { rdb.Close() })
-			a := newTestApp(t, c.name, store.New(rdb, store.Options{}))
+			a := newTestApp(t, c.name, redisstore.New(rdb, redisstore.Options{}))
 			for _, req := range []struct {
 				method, path string
 				b            testutil.Body

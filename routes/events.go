@@ -18,7 +18,7 @@ import (
 
 // Live updates: GET /<plural>/events is the collection's
 // changes as a text/event-stream, across every app instance sharing the
-// Redis (store/events.go):
+// Redis (store/redisstore/events.go):
 //
 //	retry: 1000
 //
@@ -33,7 +33,7 @@ import (
 // comment every heartbeat keeps proxies and clients from thinking the
 // connection dead. Each instance holds at most MaxStreams streams (503 and
 // Retry-After beyond), and one client address at most its limit across
-// every instance (store.Limits: 429 and Retry-After beyond). Each stream
+// every instance (store.Limiter: 429 and Retry-After beyond). Each stream
 // is one goroutine and a buffer of at most store.SubscriptionBuffer
 // events, and a client that falls further behind is cut off and
 // reconnects where it was. Shutdown ends every stream at
@@ -115,12 +115,12 @@ func acceptsEventStream(accept string) bool {
 type streams struct {
 	slots     chan struct{}
 	heartbeat time.Duration
-	limits    *store.Limits
+	limits    store.Limiter
 	proxies   proxies
 	log       *slog.Logger
 }
 
-func newStreams(max int, heartbeat time.Duration, limits *store.Limits, ps proxies, log *slog.Logger) *streams {
+func newStreams(max int, heartbeat time.Duration, limits store.Limiter, ps proxies, log *slog.Logger) *streams {
 	if max <= 0 {
 		max = DefaultMaxStreams
 	}
@@ -137,7 +137,7 @@ const slotTimeout = time.Second
 // openSlot takes one of the client address's stream slots: a 429 past
 // the limit. When Redis does not answer, the stream goes on uncounted (the
 // feed needs Redis too, and answers 503 itself) and slot is nil.
-func (st *streams) openSlot(c *fiber.Ctx) (*store.StreamSlot, error) {
+func (st *streams) openSlot(c *fiber.Ctx) (store.StreamSlot, error) {
 	addr := st.proxies.clientAddr(c)
 	ctx, cancel := context.WithTimeout(c.UserContext(), slotTimeout)
 	defer cancel()
@@ -154,7 +154,7 @@ func (st *streams) openSlot(c *fiber.Ctx) (*store.StreamSlot, error) {
 }
 
 // closeSlot frees a stream's slot (nil: nothing to free).
-func closeSlot(slot *store.StreamSlot) {
+func closeSlot(slot store.StreamSlot) {
 	if slot == nil {
 		return
 	}
@@ -170,7 +170,7 @@ const feedsKey = "live-feeds"
 // liveAfter is the cursor of the newest event of res's stream, for a page
 // rendered now ("" when it cannot be read: the page connects without one).
 func liveAfter(c *fiber.Ctx, res *resource) string {
-	feeds, _ := c.Locals(feedsKey).(map[string]*store.Feed)
+	feeds, _ := c.Locals(feedsKey).(map[string]store.Feed)
 	if res == nil || feeds[res.Feed] == nil {
 		return ""
 	}
@@ -182,7 +182,7 @@ func liveAfter(c *fiber.Ctx, res *resource) string {
 }
 
 // events serves GET <path>/events from feed.
-func (st *streams) events(feed *store.Feed) fiber.Handler {
+func (st *streams) events(feed store.Feed) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		c.Vary(fiber.HeaderAccept)
 		if !acceptsEventStream(c.Get(fiber.HeaderAccept)) {
@@ -250,7 +250,7 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 		rc.SetBodyStreamWriter(func(w *bufio.Writer) {
 			defer release()
 			defer sub.Close()
-			out := &eventWriter{w: w, conn: conn}
+			out := &eventWriter{w: w, conn: conn, feed: feed}
 			// A write blocked on a client that reads nothing would not see
 			// the shutdown: its deadline is brought forward.
 			finished := make(chan struct{})
@@ -284,6 +284,7 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 				defer t.Stop()
 				renew = t.C
 			}
+			events := sub.Events()
 			for {
 				select {
 				case <-renew:
@@ -297,7 +298,7 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 					return // the client left: its slot is free at once
 				case <-beat.C:
 					out.comment("heartbeat")
-				case e, ok := <-sub.C:
+				case e, ok := <-events:
 					if !ok {
 						if sub.Reset() {
 							out.event(store.Event{Action: store.ActionReset, Data: []byte("{}")})
@@ -308,8 +309,8 @@ func (st *streams) events(feed *store.Feed) fiber.Handler {
 					last = out.after(e, last)
 					// What else waits goes out in the same flush: a burst
 					// is written as fast as the feed hands it on.
-					for n := len(sub.C); n > 0; n-- {
-						e, ok := <-sub.C
+					for n := len(events); n > 0; n-- {
+						e, ok := <-events
 						if !ok {
 							break // closed: the next turn says why
 						}
@@ -363,7 +364,7 @@ type replayBatch struct {
 // returns the cursor of the last event written; ok is false when Redis
 // could not be read or the server shuts down (done): the stream ends, the
 // client tries again.
-func replay(out *eventWriter, feed *store.Feed, after, start string, done <-chan struct{}, first *replayBatch) (last string, ok bool) {
+func replay(out *eventWriter, feed store.Feed, after, start string, done <-chan struct{}, first *replayBatch) (last string, ok bool) {
 	for {
 		select {
 		case <-done:
@@ -403,6 +404,8 @@ func replay(out *eventWriter, feed *store.Feed, after, start string, done <-chan
 
 // eventWriter writes the text/event-stream format.
 type eventWriter struct {
+	// feed orders the cursors of the stream written.
+	feed store.Feed
 	w    *bufio.Writer
 	conn interface{ SetWriteDeadline(time.Time) error }
 	err  error
@@ -423,7 +426,7 @@ func (o *eventWriter) comment(s string) { o.raw(": " + s + "\n\n") }
 // after writes e unless it is not after last (replayed already), and
 // returns the cursor of the last event written.
 func (o *eventWriter) after(e store.Event, last string) string {
-	if !store.After(e.Cursor, last) {
+	if !o.feed.After(e.Cursor, last) {
 		return last
 	}
 	o.event(e)

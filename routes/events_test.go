@@ -1,7 +1,7 @@
 package routes
 
 // Attacks on the live updates' server half (routes/events.go over
-// store/events.go), through real connections: app.Test does not stream.
+// store/redisstore/events.go), through real connections: app.Test does not stream.
 
 import (
 	"bufio"
@@ -30,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -42,7 +43,7 @@ type liveApp struct {
 
 // serveLive serves an application over st until the test ends (its
 // shutdown bounded: a stream that kept it waiting fails the test).
-func serveLive(t *testing.T, name string, st *store.Store, more ...func(*Config)) *liveApp {
+func serveLive(t *testing.T, name string, st *redisstore.Store, more ...func(*Config)) *liveApp {
 	t.Helper()
 	a := newTestApp(t, name, st, more...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -241,8 +242,8 @@ func sameEvents(got []testutil.SSEEvent, want []store.Event) string {
 }
 
 // secondStore is a store of its own over tg's Redis: another instance.
-func secondStore(t *testing.T, tg testutil.Target) *store.Store {
-	return store.New(testutil.SecondClient(t, tg), store.Options{Prefix: tg.Prefix, Cluster: tg.Cluster})
+func secondStore(t *testing.T, tg testutil.Target) *redisstore.Store {
+	return redisstore.New(testutil.SecondClient(t, tg), redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster})
 }
 
 // streamGoroutines lists the goroutines serving event streams or reading
@@ -369,13 +370,13 @@ func sendOver(base, method, target string, body any) (int, orderJSON, error) {
 // followOver serves an application over the Redis at addr (its client
 // with the deadlines main.go gives it) and a follower of its orders'
 // stream, subscribed.
-func followOver(t *testing.T, addr string) (*store.Store, *store.Feed, *follower) {
+func followOver(t *testing.T, addr string) (*redisstore.Store, store.Feed, *follower) {
 	t.Helper()
 	o := &redis.Options{Addr: addr}
-	store.Deadlines(o)
+	redisstore.Deadlines(o)
 	rc := redis.NewClient(o)
 	t.Cleanup(func() { rc.Close() })
-	st := store.New(rc, store.Options{})
+	st := redisstore.New(rc, redisstore.Options{})
 	l := serveLive(t, "outage", st, shortBeat(200*time.Millisecond))
 	feed := st.Feed(store.OrderEvents)
 	f := follow(t, "/orders/events", "", l.base)
@@ -384,7 +385,7 @@ func followOver(t *testing.T, addr string) (*store.Store, *store.Feed, *follower
 }
 
 // waitSubscribed waits until feed has n subscriptions.
-func waitSubscribed(t testing.TB, feed *store.Feed, n int) {
+func waitSubscribed(t testing.TB, feed store.Feed, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); feed.Subscribers() < n; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -706,7 +707,7 @@ func TestEventsCursors(t *testing.T) {
 	after := func(c string) []store.Event {
 		var out []store.Event
 		for _, e := range all {
-			if store.After(e.Cursor, c) {
+			if redisstore.After(e.Cursor, c) {
 				out = append(out, e)
 			}
 		}
@@ -935,7 +936,7 @@ func TestEventsSlowClient(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rc.Close() })
-	st := store.New(rc, store.Options{})
+	st := redisstore.New(rc, redisstore.Options{})
 	l := serveLive(t, "slow", st, maxStreams(2))
 	feed := st.Feed(store.OrderEvents)
 
@@ -1004,7 +1005,7 @@ func TestEventsShutdown(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rc.Close() })
-	st := store.New(rc, store.Options{})
+	st := redisstore.New(rc, redisstore.Options{})
 	a := newTestApp(t, "shutdown", st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -1412,10 +1413,10 @@ func TestEventsResetWhenRedisForgot(t *testing.T) {
 			}
 			st, feed, f := followOver(t, r.addr())
 			o := &redis.Options{Addr: r.addr()}
-			store.Deadlines(o)
+			redisstore.Deadlines(o)
 			rc := redis.NewClient(o)
 			t.Cleanup(func() { rc.Close() })
-			other := serveLive(t, "other", store.New(rc, store.Options{}))
+			other := serveLive(t, "other", redisstore.New(rc, redisstore.Options{}))
 			ctx := context.Background()
 			create := func(name string) {
 				t.Helper()
@@ -1515,7 +1516,7 @@ func TestEventsReplayOutrun(t *testing.T) {
 	conn := rawStream(t, l.addr, 4096, "Last-Event-ID: "+ids[0])
 	time.Sleep(500 * time.Millisecond)
 	add(store.EventsKept+1500, "")
-	if oldest := testutil.Events(t, st.Feed(store.OrderEvents), "0-0")[0].Cursor; !store.After(oldest, ids[600]) {
+	if oldest := testutil.Events(t, st.Feed(store.OrderEvents), "0-0")[0].Cursor; !redisstore.After(oldest, ids[600]) {
 		t.Fatalf("the stream still holds event 600 (its oldest is %s)", oldest)
 	}
 	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 20) // now it reads, and fast

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -251,9 +252,9 @@ var sessions = map[string][]sessionStep{
 // noteAdders add a note to a record through the store (a test fills a
 // history with notes faster than HTTP could); a resource's own test file
 // adds its entry.
-var noteAdders = map[string]func(*store.Store, context.Context, int64, string) (*store.HistoryEntry, error){
-	"orders":   (*store.Store).AddOrderNote,
-	"products": (*store.Store).AddProductNote,
+var noteAdders = map[string]func(*redisstore.Store, context.Context, int64, string) (*store.HistoryEntry, error){
+	"orders":   (*redisstore.Store).AddOrderNote,
+	"products": (*redisstore.Store).AddProductNote,
 }
 
 // sessionPages are what each resource's history page says after its

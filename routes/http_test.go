@@ -12,7 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -20,19 +20,19 @@ import (
 type testApp struct {
 	target string
 	app    *fiber.App
-	store  *store.Store
+	store  *redisstore.Store
 }
 
 // testConfig is the configuration of every test application: main.go's
 // but for the files (the repository's copy of the embedded ones), the
 // log (the test's) and the host (app.Test's).
-func testConfig(t testing.TB, st *store.Store) Config {
+func testConfig(t testing.TB, st *redisstore.Store) Config {
 	return Config{Store: st, Files: testutil.Files(t), Logger: testutil.Logger(t), AllowedHosts: []string{testutil.Host}}
 }
 
 // newTestApp builds the application over st with testConfig, changed by
 // each of more.
-func newTestApp(t testing.TB, name string, st *store.Store, more ...func(*Config)) *testApp {
+func newTestApp(t testing.TB, name string, st *redisstore.Store, more ...func(*Config)) *testApp {
 	t.Helper()
 	cfg := testConfig(t, st)
 	for _, f := range more {

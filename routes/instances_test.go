@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -26,8 +26,8 @@ func TestTwoInstances(t *testing.T) {
 				t.Skipf("unknown client %T", c)
 			}
 			t.Cleanup(func() { second.Close() })
-			a := newTestApp(t, tg.Name+"-a", store.New(tg.Client, store.Options{Prefix: tg.Prefix, Cluster: tg.Cluster}))
-			b := newTestApp(t, tg.Name+"-b", store.New(second, store.Options{Prefix: tg.Prefix, Cluster: tg.Cluster}))
+			a := newTestApp(t, tg.Name+"-a", redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster}))
+			b := newTestApp(t, tg.Name+"-b", redisstore.New(second, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster}))
 
 			o := a.create(t, map[string]any{"customer": "Shared Customer", "items": []any{item("Mug", 2, "1.50")}})
 			got := b.fetch(t, o.ID)

@@ -19,7 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -62,7 +62,7 @@ func (b *syncBuffer) String() string {
 // prefix, on clock; its log lines go to logs.
 func signInApp(t *testing.T, tg testutil.Target, clock *settableClock, logs io.Writer) *fiber.App {
 	t.Helper()
-	st := store.New(tg.Client, store.Options{Prefix: tg.Prefix, Cluster: tg.Cluster, Now: clock.Now})
+	st := redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster, Now: clock.Now})
 	return newTestApp(t, tg.Name, st, func(c *Config) {
 		c.AuthUser, c.AuthPassword = deskUser, deskPassword
 		c.TrustedProxies = []string{"0.0.0.0"}
@@ -248,10 +248,10 @@ func TestSignInFailuresAreCountedAcrossInstances(t *testing.T) {
 func TestSignInIs503WhenTheLimitsCannotBeRead(t *testing.T) {
 	mr := miniredis.RunT(t)
 	o := &redis.Options{Addr: mr.Addr()}
-	store.Deadlines(o)
+	redisstore.Deadlines(o)
 	rc := redis.NewClient(o)
 	t.Cleanup(func() { rc.Close() })
-	st := store.New(rc, store.Options{})
+	st := redisstore.New(rc, redisstore.Options{})
 	app := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = deskUser, deskPassword }).app
 	mr.Close()
 	// A static file needs no Redis: only the limits do.
@@ -267,7 +267,7 @@ func TestLiveStreamsPerAddressAreCappedAcrossInstances(t *testing.T) {
 			behindProxy := func(c *Config) { c.TrustedProxies = []string{"127.0.0.1"} }
 			var lives []*liveApp
 			for i := range 2 {
-				st := store.New(tg.Client, store.Options{Prefix: tg.Prefix, Cluster: tg.Cluster})
+				st := redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster})
 				lives = append(lives, serveLive(t, "instance"+strconv.Itoa(i+1), st, behindProxy))
 			}
 			from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }

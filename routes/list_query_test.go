@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"orders/store"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -88,7 +89,7 @@ func datedApp(t *testing.T, n int) *testApp {
 	t.Helper()
 	clk := &listClock{}
 	tg := testutil.Miniredis(t)
-	a := newTestApp(t, tg.Name, store.New(tg.Client, store.Options{Now: clk.now}))
+	a := newTestApp(t, tg.Name, redisstore.New(tg.Client, redisstore.Options{Now: clk.now}))
 	for i := 1; i <= n; i++ {
 		clk.set(time.Date(2025, 1, i, 12, 0, 0, 0, time.UTC))
 		a.create(t, map[string]any{"customer": fmt.Sprintf("%c customer", 'a'+(i*7)%26),
@@ -283,7 +284,7 @@ func wantKeeps(t *testing.T, what, link string, full url.Values, except ...strin
 func TestListLowerBound(t *testing.T) {
 	testutil.Long(t)
 	tg := testutil.Miniredis(t)
-	st := store.New(tg.Client, store.Options{})
+	st := redisstore.New(tg.Client, redisstore.Options{})
 	// Examining 10,000 candidates on miniredis takes longer than the
 	// default 1.5 s request deadline when the machine is busy (the whole
 	// suite in parallel): this test is about the answer, not the time.

@@ -190,12 +190,12 @@ type orderHandlers struct {
 // orderMembers are the order's member routes (resource.go) and what is the
 // order's own in them: the Idempotency-Key of a create, the forms for
 // programs with the statuses an order may move to, the 409's item diff.
-func orderMembers(s *store.Store) *members[store.Order, orderIn] {
+func orderMembers(s store.Orders) *members[store.Order, orderIn] {
 	return newMembers[store.Order, orderIn](orderResource, orderFields, "new", orderMember{s})
 }
 
 // orderMember is the order's recordStore and memberPages.
-type orderMember struct{ s *store.Store }
+type orderMember struct{ s store.Orders }
 
 func (m orderMember) get(ctx context.Context, id int64) (*store.Order, error) {
 	return m.s.GetOrder(ctx, id)

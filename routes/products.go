@@ -90,12 +90,12 @@ var productListing = &listing{
 }
 
 // productMembers are the product's member routes.
-func productMembers(s *store.Store) *members[store.Product, store.ProductInput] {
+func productMembers(s store.Products) *members[store.Product, store.ProductInput] {
 	return newMembers[store.Product, store.ProductInput](productResource, productFields, productResource.Plural, productMember{s})
 }
 
 // productMember is the product's recordStore and memberPages.
-type productMember struct{ s *store.Store }
+type productMember struct{ s store.Products }
 
 func (m productMember) get(ctx context.Context, id int64) (*store.Product, error) {
 	return m.s.GetProduct(ctx, id)
@@ -146,7 +146,7 @@ func productTitle(p *store.Product) string {
 // swap, or JSON ({"products": [...], page...}); the product picker of the
 // order forms asks it for ?q=…&active=true&per_page=10&picker=1 and gets
 // the options of its listbox.
-func listProducts(s *store.Store) handler {
+func listProducts(s store.Products) handler {
 	return func(c *fiber.Ctx, rp repr) (*response, error) {
 		paging, err := parsePaging(c)
 		if err != nil {

@@ -8,20 +8,20 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 func TestACustomerNeedsANameAndNothingElse(t *testing.T) {
-	c, errs := applyCustomer(nil, CustomerInput{Name: ptr("  Ada Lovelace ")})
+	c, errs := ApplyCustomer(nil, CustomerInput{Name: ptr("  Ada Lovelace ")})
 	if errs != nil {
 		t.Fatalf("a name alone: %v", errs)
 	}
 	if c.Name != "Ada Lovelace" || c.Email != "" || c.Address != (Address{}) {
 		t.Errorf("got %+v", c)
 	}
-	if _, errs := applyCustomer(nil, CustomerInput{Email: ptr("ada@example.com")}); errs["name"] != "is required" {
+	if _, errs := ApplyCustomer(nil, CustomerInput{Email: ptr("ada@example.com")}); errs["name"] != "is required" {
 		t.Errorf("no name: %v", errs)
 	}
-	if _, errs := applyCustomer(nil, CustomerInput{Name: ptr("   ")}); errs["name"] != "is required" {
+	if _, errs := ApplyCustomer(nil, CustomerInput{Name: ptr("   ")}); errs["name"] != "is required" {
 		t.Errorf("a blank name: %v", errs)
 	}
-	if _, errs := applyCustomer(nil, CustomerInput{Name: ptr(strings.Repeat("x", MaxCustomerName+1))}); errs["name"] == "" {
+	if _, errs := ApplyCustomer(nil, CustomerInput{Name: ptr(strings.Repeat("x", MaxCustomerName+1))}); errs["name"] == "" {
 		t.Errorf("a name over %d characters was taken", MaxCustomerName)
 	}
 }
@@ -29,7 +29,7 @@ func TestACustomerNeedsANameAndNothingElse(t *testing.T) {
 func TestACustomerChangeKeepsWhatItDidNotSend(t *testing.T) {
 	cur := &Customer{ID: 3, Name: "Ada", Email: "ada@example.com", Phone: "+44 20 1234", Version: 2,
 		Address: Address{City: "London", Country: "GB"}}
-	c, errs := applyCustomer(cur, CustomerInput{Company: ptr("Analytical Engines Ltd"),
+	c, errs := ApplyCustomer(cur, CustomerInput{Company: ptr("Analytical Engines Ltd"),
 		Address: AddressInput{City: ptr("Cambridge")}})
 	if errs != nil {
 		t.Fatal(errs)
@@ -42,7 +42,7 @@ func TestACustomerChangeKeepsWhatItDidNotSend(t *testing.T) {
 		t.Error("the stored customer was changed")
 	}
 	// An empty optional field clears it.
-	c, errs = applyCustomer(cur, CustomerInput{Email: ptr(""), Phone: ptr(" ")})
+	c, errs = ApplyCustomer(cur, CustomerInput{Email: ptr(""), Phone: ptr(" ")})
 	if errs != nil || c.Email != "" || c.Phone != "" {
 		t.Errorf("clearing email and phone: %+v %v", c, errs)
 	}
@@ -70,13 +70,13 @@ func TestCustomerContactDetailsAreChecked(t *testing.T) {
 	}
 	for _, b := range bad {
 		b.in.Name = ptr("Ada")
-		if _, errs := applyCustomer(nil, b.in); errs[b.field] == "" {
+		if _, errs := ApplyCustomer(nil, b.in); errs[b.field] == "" {
 			t.Errorf("%+v: no error for %s (%v)", b.in, b.field, errs)
 		}
 	}
 	good := CustomerInput{Name: ptr("Ada"), Email: ptr("ada@example.com"), Phone: ptr("+49 (30) 123-45.6"),
 		Address: AddressInput{Country: ptr(" de "), PostalCode: ptr("10115")}, Notes: ptr("line one\nline two")}
-	c, errs := applyCustomer(nil, good)
+	c, errs := ApplyCustomer(nil, good)
 	if errs != nil {
 		t.Fatal(errs)
 	}

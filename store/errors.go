@@ -59,11 +59,3 @@ func ErrorCode(err error) string {
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
-
-func notFound(id int64) *Error {
-	return Errorf(ENOTFOUND, "order %d not found", id)
-}
-
-func unavailable(err error) *Error {
-	return &Error{Code: EUNAVAILABLE, Message: "the order store is not answering; try again shortly", Err: err}
-}

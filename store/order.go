@@ -1,9 +1,13 @@
-// Package store is the order domain: orders, items, money, status
-// transitions, validation, and their storage in Redis hashes. It imports
-// nothing of the application.
+// Package store is the domain: the records of every resource (orders,
+// products, customers) with their inputs, queries and pages, validation,
+// money, errors, limits, statuses and sorts, the history and event types,
+// and Service, what the application asks of whatever keeps the records.
+// It imports nothing of the application and nothing of Redis: the Redis
+// adapter is store/redisstore.
 package store
 
 import (
+	"context"
 	"net/mail"
 	"regexp"
 	"strconv"
@@ -122,9 +126,10 @@ type Order struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 
-	// idem is the fingerprint of the Idempotency-Key request that created
-	// the order, if any: a retry checks the order it finds is its own.
-	idem string
+	// Idem is the fingerprint of the Idempotency-Key request that created
+	// the order, if any: a retry checks the order it finds is its own. It
+	// is the store's, never shown.
+	Idem string `json:"-"`
 }
 
 // OrderSummary is the List representation of an order: everything but its items.
@@ -150,8 +155,8 @@ func (o *Order) Summary() OrderSummary {
 		o.CustomerID, o.ItemCount, o.Total, o.Version, o.CreatedAt, o.UpdatedAt}
 }
 
-// derive recomputes line totals, the item count and the order total.
-func (o *Order) derive() {
+// Derive recomputes line totals, the item count and the order total.
+func (o *Order) Derive() {
 	o.ItemCount = len(o.Items)
 	o.Total = 0
 	for i := range o.Items {
@@ -211,9 +216,9 @@ func hasControl(s string, allowNewlines bool) bool {
 	return false
 }
 
-// apply validates in against the stored order cur (nil on create) and
+// ApplyOrder validates in against the stored order cur (nil on create) and
 // returns the resulting order, or the field errors. It never mutates cur.
-func apply(cur *Order, in OrderInput) (Order, map[string]string) {
+func ApplyOrder(cur *Order, in OrderInput) (Order, map[string]string) {
 	errs := map[string]string{}
 	var o Order
 	if cur != nil {
@@ -228,7 +233,7 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 		if p == nil {
 			return "", false
 		}
-		v, msg := checkText(*p, max, required, newlines)
+		v, msg := CheckText(*p, max, required, newlines)
 		if msg != "" {
 			errs[field] = msg
 			return "", false
@@ -305,7 +310,7 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 					items = append(items, item)
 				}
 			}
-			if len(scratch) > 0 || !sameItems(items, cur.Items) {
+			if len(scratch) > 0 || !SameItems(items, cur.Items) {
 				errs["items"] = "cannot change once an order is " + string(cur.Status)
 			}
 		} else if len(in.Items) > MaxItems {
@@ -323,7 +328,7 @@ func apply(cur *Order, in OrderInput) (Order, map[string]string) {
 	if len(errs) > 0 {
 		return Order{}, errs
 	}
-	o.derive()
+	o.Derive()
 	return o, nil
 }
 
@@ -336,7 +341,7 @@ func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
 	if item.SKU, msg = checkSKU(it.SKU, false); msg != "" {
 		errs[itemKey(i, "sku")] = msg
 	}
-	if item.Name, msg = checkText(it.Name, MaxItemName, true, false); msg != "" {
+	if item.Name, msg = CheckText(it.Name, MaxItemName, true, false); msg != "" {
 		errs[itemKey(i, "name")] = msg
 	}
 	q := strings.TrimSpace(it.Quantity)
@@ -354,9 +359,9 @@ func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
 	return item, len(errs) == n
 }
 
-// checkText cleans a text field (cleanText) and checks it: the value, or
+// CheckText cleans a text field (cleanText) and checks it: the value, or
 // the message that says what is wrong with it.
-func checkText(raw string, max int, required, newlines bool) (string, string) {
+func CheckText(raw string, max int, required, newlines bool) (string, string) {
 	v, ok := cleanText(raw)
 	switch {
 	case !utf8.ValidString(v):
@@ -412,7 +417,7 @@ func checkCurrency(raw string) (string, string) {
 // Validate checks in as a new order (cur nil) or as a change to cur, and
 // returns field errors, or nil.
 func Validate(cur *Order, in OrderInput) map[string]string {
-	_, errs := apply(cur, in)
+	_, errs := ApplyOrder(cur, in)
 	return errs
 }
 
@@ -464,8 +469,8 @@ func invisible(r rune) bool {
 	return false
 }
 
-// sameItems reports whether a and b hold the same items in the same order.
-func sameItems(a, b []Item) bool {
+// SameItems reports whether a and b hold the same items in the same order.
+func SameItems(a, b []Item) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -476,4 +481,20 @@ func sameItems(a, b []Item) bool {
 		}
 	}
 	return true
+}
+
+// Orders are the orders' records.
+type Orders interface {
+	GetOrder(ctx context.Context, id int64) (*Order, error)
+	ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error)
+	CreateOrder(ctx context.Context, in OrderInput) (*Order, error)
+	// CreateOrderOnce is CreateOrder for a request that carries an
+	// Idempotency-Key: a retry with the same key and fingerprint gets the
+	// same order.
+	CreateOrderOnce(ctx context.Context, key, fingerprint string, in OrderInput) (*Order, error)
+	UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatch int64) (*Order, error)
+	DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error
+	OrderHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
+	AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
+	CountOrders(ctx context.Context) (int64, error)
 }

@@ -2,38 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
-// Products are the catalogue that fills order items: a second resource,
-// stored through the same write path as orders (write.go) with two differences
-// the kind declares:
-//
-//   - Every product key carries the hash tag {p}: the catalogue lives in
-//     one Cluster slot, so a product, its index entries and its SKU claim
-//     change in one transaction on a Cluster too. A catalogue stays small
-//     (the demo has 12; a large shop's 100,000 are about 50 MB).
-//   - The SKU is unique (case aside): the record claims pu:{p}:sku:<sku>.
-//
-// Keys (with the store's prefix):
-//
-//	p:{p}:<id>              hash: k sku, n name, pr price (cents), cu currency (absent when USD), a "1" when active, v, ca, ua
-//	seq:{p}                 the id counter
-//	pu:{p}:sku:<sku folded> the id that holds the SKU
-//	px:{p}:created[:part]   by created time, score timeScore, member the id
-//	px:{p}:sku[:part]       by SKU, member "sku NUL inverted-id" (lex)
-//	px:{p}:name[:part]      by name, member "name NUL inverted-id" (lex)
-//	px:{p}:w[:part]:<c>     search terms (the words of the name, the SKU), as orders' (search.go)
-//	px:{p}:w[:part]:<c>:<L> and their dup sets
-//
-// part is "" (every product), "active" or "inactive": each list filter is
-// one set, so every sort and a search of one term are O(log N + page) and
-// exact with or without the filter.
+// Products are the catalogue that fills order items: SKU, name, unit price
+// and currency, and whether the order forms offer them.
 
 // Product is one entry of the catalogue.
 type Product struct {
@@ -59,21 +32,9 @@ type ProductInput struct {
 	Version   *int64
 }
 
-// Product hash fields.
-const (
-	pfSKU      = "k"
-	pfName     = "n"
-	pfPrice    = "pr"
-	pfCurrency = "cu" // absent when USD
-	pfActive   = "a"  // "1" or "0"
-	pfVersion  = "v"
-	pfCreated  = "ca"
-	pfUpdated  = "ua"
-)
-
-// applyProduct validates in against the stored product cur (nil on
+// ApplyProduct validates in against the stored product cur (nil on
 // create) and returns the resulting product, or the field errors.
-func applyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
+func ApplyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
 	errs := map[string]string{}
 	p := Product{Currency: "USD", Active: true}
 	if cur != nil {
@@ -94,7 +55,7 @@ func applyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
 	switch {
 	case in.Name != nil:
 		var name string
-		if name, msg = checkText(*in.Name, MaxItemName, true, false); msg != "" {
+		if name, msg = CheckText(*in.Name, MaxItemName, true, false); msg != "" {
 			errs["name"] = msg
 		} else {
 			p.Name = name
@@ -130,187 +91,38 @@ func applyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
 	return p, nil
 }
 
-func encodeProduct(p *Product) []any {
-	active := "0"
-	if p.Active {
-		active = "1"
-	}
-	args := []any{pfSKU, p.SKU, pfName, p.Name, pfPrice, int64(p.UnitPrice), pfActive, active,
-		pfVersion, p.Version, pfCreated, p.CreatedAt.Unix(), pfUpdated, p.UpdatedAt.Unix()}
-	if p.Currency != "USD" {
-		args = append(args, pfCurrency, p.Currency)
-	}
-	return args
+// ProductSorts are the sorts of the product list; the first is the default.
+var ProductSorts = []Sort{"sku", "-sku", "name", "-name", "-created", "created"}
+
+// ProductQuery is a page of the product list: each term of q matches a
+// product's id, the start of its SKU or the start of any word of its name,
+// and every term must match; Active is "true", "false" or "" (all).
+type ProductQuery struct {
+	Q       string
+	Active  string
+	Sort    Sort
+	Page    int
+	PerPage int
 }
 
-func decodeProduct(id int64, h map[string]string) (*Product, bool) {
-	if len(h) == 0 {
-		return nil, false
-	}
-	p := &Product{ID: id, SKU: h[pfSKU], Name: h[pfName], Currency: h[pfCurrency], Active: h[pfActive] == "1"}
-	if p.Currency == "" {
-		p.Currency = "USD"
-	}
-	price, err1 := strconv.ParseInt(h[pfPrice], 10, 64)
-	v, err2 := strconv.ParseInt(h[pfVersion], 10, 64)
-	ca, err3 := strconv.ParseInt(h[pfCreated], 10, 64)
-	ua, err4 := strconv.ParseInt(h[pfUpdated], 10, 64)
-	if errors.Join(err1, err2, err3, err4) != nil || p.SKU == "" || p.Name == "" || v < 1 {
-		return nil, false
-	}
-	p.UnitPrice, p.Version = Money(price), v
-	p.CreatedAt, p.UpdatedAt = time.Unix(ca, 0).UTC(), time.Unix(ua, 0).UTC()
-	return p, true
+// ProductPage is one page of products.
+type ProductPage struct {
+	Products          []Product
+	Page, PerPage     int
+	Total             int64
+	TotalIsLowerBound bool
+	// MatchOrder: q was given, so the products come in match order and
+	// Sort was not used.
+	MatchOrder bool
 }
 
-// productParts are the list filters a product is in: every product, and
-// active or inactive.
-func productParts(p *Product) [2]string {
-	if p.Active {
-		return [2]string{"", "active"}
-	}
-	return [2]string{"", "inactive"}
-}
-
-// productIndex names a product index ("created", "sku", "name", "w") for a
-// part ("", "active", "inactive").
-func (s *Store) productIndex(ix, part string) string {
-	k := s.prefix + "px:{p}:" + ix
-	if part != "" {
-		k += ":" + part
-	}
-	return k
-}
-
-// productTermSet and productDupSet name the search sets of a part for the
-// terms that start like t.
-func (s *Store) productTermSet(t, part string) string {
-	_, n := utf8.DecodeRuneInString(t)
-	return s.productIndex("w", part) + ":" + t[:n]
-}
-
-func (s *Store) productDupSet(t, part string, depth int) string {
-	return s.productTermSet(t, part) + ":" + strconv.Itoa(depth)
-}
-
-// productTerms are the search terms of p: the words of its name and its
-// SKU, folded.
-func productTerms(p *Product) []string {
-	return distinctTerms(append(wordsOf(foldTerm(p.Name)), foldTerm(p.SKU)))
-}
-
-func (s *Store) productEntries(p *Product) []ixEntry {
-	idm := strconv.FormatInt(p.ID, 10)
-	var out []ixEntry
-	terms := productTerms(p)
-	for _, part := range productParts(p) {
-		out = append(out,
-			ixEntry{s.productIndex("created", part), idm, timeScore(p.CreatedAt, p.ID)},
-			ixEntry{s.productIndex("sku", part), nameMember(p.SKU, p.ID), 0},
-			ixEntry{s.productIndex("name", part), nameMember(p.Name, p.ID), 0})
-		out = appendTermEntries(out, terms, p.ID,
-			func(t string) string { return s.productTermSet(t, part) },
-			func(t string, d int) string { return s.productDupSet(t, part, d) })
-	}
-	return out
-}
-
-// skuClaim is the key that holds a SKU for one product.
-func (s *Store) skuClaim(sku string) string { return s.prefix + "pu:{p}:sku:" + strings.ToLower(sku) }
-
-// ProductEvents names the products' event feed (Store.Feed).
-const ProductEvents = "p"
-
-// productKind is how products are stored.
-var productKind = register(&kind[Product]{
-	name:           ProductEvents,
-	noun:           "product",
-	seq:            "seq:{p}",
-	slot:           "p",
-	versionField:   pfVersion,
-	decode:         decodeProduct,
-	encode:         encodeProduct,
-	meta:           func(p *Product) recordMeta { return recordMeta{&p.ID, &p.Version, &p.CreatedAt, &p.UpdatedAt} },
-	same:           func(a, b *Product) bool { return *a == *b },
-	entries:        (*Store).productEntries,
-	deleteConflict: "someone else changed this product; review the current values",
-	fields: []recordField[Product]{
-		{"sku", func(p *Product) any { return p.SKU }},
-		{"name", func(p *Product) any { return p.Name }},
-		{"unit_price", func(p *Product) any { return p.UnitPrice.String() }},
-		{"currency", func(p *Product) any { return p.Currency }},
-		{"active", func(p *Product) any { return p.Active }},
-	},
-	event: func(p *Product) []byte {
-		b, _ := json.Marshal(struct {
-			ID      int64 `json:"id"`
-			Version int64 `json:"version"`
-			Active  bool  `json:"active"`
-		}{p.ID, p.Version, p.Active})
-		return b
-	},
-	indexes: func(s *Store) []indexKey {
-		byID := func(m string) (int64, bool) { return ParseID(m) }
-		var keys []indexKey
-		for _, part := range []string{"", "active", "inactive"} {
-			keys = append(keys, indexKey{s.productIndex("created", part), byID},
-				indexKey{s.productIndex("sku", part), memberID}, indexKey{s.productIndex("name", part), memberID})
-		}
-		return keys
-	},
-	indexPattern: func(s *Store) string { return globEscape(s.prefix+"px:{p}:w") + "*" },
-	claims:       func(s *Store, p *Product) []string { return []string{s.skuClaim(p.SKU)} },
-	claimTaken: func(p *Product, _ string, owner int64) error {
-		return &Error{Code: EINVALID, Message: "the product has invalid values",
-			Fields: map[string]string{"sku": "is already the SKU of product " + strconv.FormatInt(owner, 10)}}
-	},
-	example: func(n int) (Product, map[string]string) {
-		sku, name, price := "SKU-"+strconv.Itoa(n), "Product "+strconv.Itoa(n), "1.50"
-		return applyProduct(nil, ProductInput{SKU: &sku, Name: &name, UnitPrice: &price})
-	},
-})
-
-// The demo catalogue (seed.go) is written through CreateProduct, which
-// refers to productKind: set apart from its literal.
-func init() { productKind.seed = (*Store).seedProducts }
-
-// GetProduct reads one product.
-func (s *Store) GetProduct(ctx context.Context, id int64) (*Product, error) {
-	p, err := getRecord(ctx, s, s.rdb, productKind, id)
-	return p, wrap(err)
-}
-
-// CreateProduct validates in and stores it as a new product with a fresh
-// id. A SKU another product has (case aside) is a field error naming it.
-func (s *Store) CreateProduct(ctx context.Context, in ProductInput) (*Product, error) {
-	p, errs := applyProduct(nil, in)
-	if errs != nil {
-		return nil, productKind.invalid(errs, nil)
-	}
-	return createRecord(ctx, s, productKind, p)
-}
-
-// UpdateProduct applies in to product id, with the same version checks as
-// UpdateOrder; a change that changes nothing keeps the version.
-func (s *Store) UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error) {
-	return updateRecord(ctx, s, productKind, id, ifMatch, in.Version, func(cur *Product) (Product, map[string]string) {
-		return applyProduct(cur, in)
-	})
-}
-
-// DeleteProduct removes product id (its SKU is free again). Orders keep
-// their own copies of what they were sold with.
-func (s *Store) DeleteProduct(ctx context.Context, id int64, ifMatch, version int64) error {
-	return deleteRecord(ctx, s, productKind, id, ifMatch, version)
-}
-
-// ProductHistory is a page of product id's history, newest first, before
-// the entry named by cursor ("": from the newest); perPage 0 is 25.
-func (s *Store) ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error) {
-	return historyOf(ctx, s, productKind, id, cursor, perPage)
-}
-
-// AddProductNote appends a note to product id's history.
-func (s *Store) AddProductNote(ctx context.Context, id int64, note string) (*HistoryEntry, error) {
-	return noteOn(ctx, s, productKind, id, note)
+// Products are the catalogue's records.
+type Products interface {
+	GetProduct(ctx context.Context, id int64) (*Product, error)
+	ListProducts(ctx context.Context, q ProductQuery) (ProductPage, error)
+	CreateProduct(ctx context.Context, in ProductInput) (*Product, error)
+	UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error)
+	DeleteProduct(ctx context.Context, id int64, ifMatch, version int64) error
+	ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
+	AddProductNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -20,7 +21,7 @@ func ptr[T any](v T) *T { return &v }
 // It returns the acknowledged state: the last version each live order was
 // acknowledged at, the acknowledged deletes, and the orders whose delete
 // failed in a way that leaves its outcome unknown.
-func Churn(t *testing.T, s *store.Store, workers int, d time.Duration) (live map[int64]int64, deleted, maybeGone map[int64]bool, acks int64) {
+func Churn(t *testing.T, s *redisstore.Store, workers int, d time.Duration) (live map[int64]int64, deleted, maybeGone map[int64]bool, acks int64) {
 	t.Helper()
 	var (
 		mu  sync.Mutex
@@ -115,10 +116,10 @@ func Churn(t *testing.T, s *store.Store, workers int, d time.Duration) (live map
 
 // CheckWhole waits up to limit for Repair to find nothing wrong, and
 // checks every acknowledged write is there. It returns the last report.
-func CheckWhole(t *testing.T, s *store.Store, limit time.Duration, live map[int64]int64, deleted map[int64]bool) store.RepairReport {
+func CheckWhole(t *testing.T, s *redisstore.Store, limit time.Duration, live map[int64]int64, deleted map[int64]bool) redisstore.RepairReport {
 	t.Helper()
 	ctx := context.Background()
-	var r store.RepairReport
+	var r redisstore.RepairReport
 	deadline := time.Now().Add(limit)
 	for {
 		var err error

@@ -14,7 +14,7 @@ import (
 // Events returns every event of feed's stream after cursor from, oldest
 // first, read with the store's Replay in its batches (unchecked: "0-0" is
 // the whole stream): what a subscriber open since from should have got.
-func Events(t testing.TB, feed *store.Feed, from string) []store.Event {
+func Events(t testing.TB, feed store.Feed, from string) []store.Event {
 	t.Helper()
 	var out []store.Event
 	for {

@@ -16,7 +16,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"orders/store"
+	"orders/store/redisstore"
 )
 
 // Target is one Redis a suite runs against.
@@ -27,7 +27,7 @@ type Target struct {
 	Client redis.UniversalClient
 	// Prefix is put before every key, so runs that share a Redis never meet.
 	Prefix string
-	// Cluster is true for a Redis Cluster (store.Options.Cluster).
+	// Cluster is true for a Redis Cluster (redisstore.Options.Cluster).
 	Cluster bool
 }
 
@@ -148,9 +148,9 @@ func deletePrefix(ctx context.Context, c redis.Cmdable, prefix string) error {
 }
 
 // NewStore returns a store over tg with tg's prefix and cluster mode.
-func NewStore(t testing.TB, tg Target) *store.Store {
+func NewStore(t testing.TB, tg Target) *redisstore.Store {
 	t.Helper()
-	return store.New(tg.Client, store.Options{Prefix: tg.Prefix, Cluster: tg.Cluster})
+	return redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster})
 }
 
 // Counter counts the round trips a client makes: one per command, and one

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 func main() {
@@ -34,10 +35,10 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 	o := &redis.Options{Addr: *addr}
-	store.Deadlines(o)
+	redisstore.Deadlines(o)
 	rdb := redis.NewClient(o)
 	defer rdb.Close()
-	s := store.New(rdb, store.Options{})
+	s := redisstore.New(rdb, redisstore.Options{})
 	n, err := s.CountOrders(ctx)
 	if err != nil || n == 0 {
 		log.Fatalf("no orders (%v): seed with bench/seedmem first", err)

@@ -27,6 +27,7 @@ import (
 
 	"orders/routes"
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // page is the one template: the layout with its {{embed}} replaced by the
@@ -49,7 +50,7 @@ func main() {
 		log.Fatal(err)
 	}
 	rdb := redis.NewClient(o)
-	st := store.New(rdb, store.Options{})
+	st := redisstore.New(rdb, redisstore.Options{})
 	if *pprofAddr != "" {
 		go func() { log.Println(http.ListenAndServe(*pprofAddr, nil)) }()
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 func main() {
@@ -36,7 +37,7 @@ func main() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: *addr, DB: *db, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	defer rdb.Close()
-	st := store.New(rdb, store.Options{})
+	st := redisstore.New(rdb, redisstore.Options{})
 	if *report {
 		c, err := st.CountOrders(ctx)
 		if err != nil || c == 0 {

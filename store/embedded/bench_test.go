@@ -14,6 +14,7 @@ import (
 
 	"orders/store"
 	"orders/store/embedded"
+	"orders/store/redisstore"
 )
 
 // BenchmarkEmbeddedCreates measures the embedded store's write rate with a
@@ -21,14 +22,14 @@ import (
 // the store as the app calls it (each create is an INCR of the id counter
 // and one MULTI/EXEC).
 //
-//	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./store
+//	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./store/embedded
 func BenchmarkEmbeddedCreates(b *testing.B) {
 	e, err := embedded.Open(embedded.Options{Path: filepath.Join(b.TempDir(), "orders.json")}, &redis.Options{PoolSize: 32})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	ctx := context.Background()
 	b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	var n atomic.Int64

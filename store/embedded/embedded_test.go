@@ -22,6 +22,7 @@ import (
 
 	"orders/store"
 	"orders/store/embedded"
+	"orders/store/redisstore"
 	"orders/testutil"
 )
 
@@ -51,7 +52,7 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.json")
 	var stderr bytes.Buffer
 	e := openEmbedded(t, embedded.Options{Path: path, Interval: 50 * time.Millisecond, Stderr: &stderr})
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	var snaps atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -87,7 +88,7 @@ func TestEmbeddedSnapshotsUnderConcurrentWrites(t *testing.T) {
 
 	e2 := openEmbedded(t, embedded.Options{Path: path})
 	defer e2.Close()
-	s2 := store.New(e2.Client(), store.Options{})
+	s2 := redisstore.New(e2.Client(), redisstore.Options{})
 	r := testutil.CheckWhole(t, s2, 0, live, deleted)
 	t.Logf("%v of writes: %d acknowledged, %d snapshots, then %v", d, acks, snaps.Load(), r)
 }
@@ -125,7 +126,7 @@ func TestEmbeddedSnapshotFailureIsLoud(t *testing.T) {
 	// run as root, so permissions would not stop them).
 	must(t, os.RemoveAll(dir))
 	must(t, os.WriteFile(dir, []byte("x"), 0o644))
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	if _, err := s.CreateOrder(context.Background(), store.OrderInput{Customer: ptr("Ada")}); err != nil {
 		t.Fatal(err)
 	}
@@ -216,12 +217,12 @@ func TestEmbeddedIdempotencyKeySurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openEmbedded(t, embedded.Options{Path: path})
-	first, err := store.New(e.Client(), store.Options{}).CreateOrderOnce(ctx, "retry-1", "fp", store.OrderInput{Customer: ptr("Ada")})
+	first, err := redisstore.New(e.Client(), redisstore.Options{}).CreateOrderOnce(ctx, "retry-1", "fp", store.OrderInput{Customer: ptr("Ada")})
 	must(t, err)
 	must(t, e.Close())
 	e2 := openEmbedded(t, embedded.Options{Path: path})
 	defer e2.Close()
-	s2 := store.New(e2.Client(), store.Options{})
+	s2 := redisstore.New(e2.Client(), redisstore.Options{})
 	again, err := s2.CreateOrderOnce(ctx, "retry-1", "fp", store.OrderInput{Customer: ptr("Ada")})
 	must(t, err)
 	if again.ID != first.ID {
@@ -257,7 +258,7 @@ func TestEmbeddedSnapshotIsTheStoreState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openEmbedded(t, embedded.Options{Path: path, Interval: 20 * time.Millisecond})
 	defer e.Close()
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -871,7 +872,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "orders.json")
 	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	for i := range 2 {
 		_, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("Kept ", i))})
 		must(t, err)
@@ -896,7 +897,7 @@ func TestEmbeddedResetsACursorLostWithAnOlderSnapshot(t *testing.T) {
 
 	e2 := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
 	defer e2.Close()
-	s2 := store.New(e2.Client(), store.Options{})
+	s2 := redisstore.New(e2.Client(), redisstore.Options{})
 	feed := s2.Feed(store.OrderEvents)
 	for i := range 2 {
 		_, err := s2.CreateOrder(ctx, store.OrderInput{Customer: ptr(fmt.Sprint("After ", i))})
@@ -925,7 +926,7 @@ func TestEmbeddedScriptsThatWriteNeverStopTheStore(t *testing.T) {
 	testutil.Long(t)
 	path := filepath.Join(t.TempDir(), "orders.json")
 	e := openEmbedded(t, embedded.Options{Path: path, Interval: time.Hour})
-	lim := store.NewLimits(store.New(e.Client(), store.Options{}), store.LimitOptions{})
+	lim := redisstore.NewLimits(redisstore.New(e.Client(), redisstore.Options{}), store.LimitOptions{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var opened, failed atomic.Int64

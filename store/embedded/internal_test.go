@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"orders/store"
-
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
+	"orders/store/redisstore"
 )
 
 // TestEmbeddedPauseHoldsCommandsInsideTheServer: the snapshot's pause is
@@ -84,7 +85,7 @@ func TestEmbeddedPauseHoldsCommandsInsideTheServer(t *testing.T) {
 // BenchmarkEmbeddedSnapshotPause reports how long a snapshot holds writes
 // at 20,000 orders: the first (full) copy, and later ones under 8 writers,
 // which copy only the keys changed since (go test -bench SnapshotPause
-// -benchtime 10x ./store).
+// -benchtime 10x ./store/embedded).
 func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 	ctx := context.Background()
 	e, err := Open(Options{Path: filepath.Join(b.TempDir(), "orders.json"), Interval: time.Hour}, &redis.Options{})
@@ -92,7 +93,7 @@ func BenchmarkEmbeddedSnapshotPause(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := store.New(e.Client(), store.Options{})
+	s := redisstore.New(e.Client(), redisstore.Options{})
 	if _, err := s.Seed(ctx, 20000, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"orders/store"
-
 	"github.com/redis/go-redis/v9"
+
+	"orders/store"
+	"orders/store/redisstore"
 )
 
 // crash stops e as a killed process would stop: no last snapshot, the
@@ -95,7 +96,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.json")
 	var stderr bytes.Buffer
 	e := openTest(t, path, &stderr)
-	s := store.New(e.client, store.Options{})
+	s := redisstore.New(e.client, redisstore.Options{})
 	c := e.client
 	var ids []int64
 	write := func(round int) {
@@ -177,7 +178,7 @@ func TestEmbeddedCrashKeepsEveryAnsweredWrite(t *testing.T) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 	// The id counter came back with the rest: a new order gets a new id.
-	o, err := store.New(e2.client, store.Options{}).CreateOrder(ctx, store.OrderInput{Customer: ptr("After")})
+	o, err := redisstore.New(e2.client, redisstore.Options{}).CreateOrder(ctx, store.OrderInput{Customer: ptr("After")})
 	must(t, err)
 	if last := ids[len(ids)-1]; o.ID <= last {
 		t.Errorf("the first order after the restart got id %d; %d was handed out before", o.ID, last)
