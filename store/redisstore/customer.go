@@ -251,14 +251,6 @@ func customerOrderMember(o *store.Order) string {
 	return string(appendInvID(b, o.ID))
 }
 
-// customerRef is a customer id as an order's history shows it ("" for none).
-func customerRef(id int64) string {
-	if id == 0 {
-		return ""
-	}
-	return strconv.FormatInt(id, 10)
-}
-
 // orderFacts sets the order count and the last order's time of each
 // customer: two commands each, in one pipelined round trip.
 func (s *Store) orderFacts(ctx context.Context, cs []*store.Customer) error {

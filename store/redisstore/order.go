@@ -48,6 +48,17 @@ func (s *Store) orderKey(id int64) string {
 }
 func (s *Store) seqKey() string { return s.prefix + "seq" }
 
+// indexName returns m[st], or makes the name of a status m does not know.
+func indexName(m map[store.Status]string, st store.Status, prefix, base string) string {
+	if k, ok := m[st]; ok {
+		return k
+	}
+	if st == "" {
+		return prefix + base
+	}
+	return prefix + base + ":" + string(st)
+}
+
 // The created (ix:{id}:<status>), updated and total indexes exist per status
 // only: each sort's five sets share a hash tag, and a page of all statuses
 // merges them (mergeScript, list.go). Their members are decimal ids.
@@ -530,4 +541,12 @@ func (s *Store) OrderHistory(ctx context.Context, id int64, cursor string, perPa
 // its version included, does not change.
 func (s *Store) AddOrderNote(ctx context.Context, id int64, note string) (*store.HistoryEntry, error) {
 	return noteOn(ctx, s, orders, id, note)
+}
+
+// customerRef is a customer id as an order's history shows it ("" for none).
+func customerRef(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
 }
