@@ -500,15 +500,27 @@ func (m *members[T, In]) handlers(list handler, views map[string]handler) resour
 		API: m.api(m.R.Listing, slices.Sorted(maps.Keys(views))...)}
 }
 
+// shownStore is a recordStore whose record page reads more than the
+// record, chosen by the request's query (a customer's page of orders):
+// Show reads through shown, which answers a bad query with its error.
+type shownStore[T any] interface {
+	shown(c *fiber.Ctx, id int64) (*T, error)
+}
+
 // member reads the id from the path and the stored record, for the member
 // GETs. A record that is gone is answered by gone (gone.go): then it
 // returns neither a record nor an error, but that answer.
 func (m *members[T, In]) member(c *fiber.Ctx, rp repr) (*T, *response, error) {
+	return m.memberBy(c, rp, func(id int64) (*T, error) { return m.store.get(c.UserContext(), id) })
+}
+
+// memberBy is member reading the record with get.
+func (m *members[T, In]) memberBy(c *fiber.Ctx, rp repr, get func(id int64) (*T, error)) (*T, *response, error) {
 	id, err := m.R.parseID(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, err := m.store.get(c.UserContext(), id)
+	rec, err := get(id)
 	if err != nil {
 		out, err := gone(c, rp, m.R, id, err)
 		return nil, out, err
@@ -534,7 +546,11 @@ func (m *members[T, In]) formView(f memberForm[In], cur *T, id int64) *view {
 }
 
 func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
-	rec, gone, err := m.member(c, rp)
+	get := func(id int64) (*T, error) { return m.store.get(c.UserContext(), id) }
+	if s, ok := m.store.(shownStore[T]); ok {
+		get = func(id int64) (*T, error) { return s.shown(c, id) }
+	}
+	rec, gone, err := m.memberBy(c, rp, get)
 	if rec == nil {
 		return gone, err
 	}

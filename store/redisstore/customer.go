@@ -237,18 +237,34 @@ func (s *Store) ordered(ctx context.Context, c *store.Customer) error {
 
 // customerOrders names the index of a customer's orders: one entry per
 // order that links the customer (an index entry of the order), member
-// "created time NUL inverted order id", so its order is the orders' by
-// created time.
+// "inverted created time NUL inverted order id", so that the index in
+// ascending order is the orders newest first, those of one second by id,
+// highest first.
 func (s *Store) customerOrders(id int64) string {
 	return s.prefix + "ix:{w}:customer:" + strconv.FormatInt(id, 10)
 }
 
-// customerOrderMember is order o's entry in its customer's orders index.
+// customerOrderMember is order o's entry in its customer's orders index:
+// the created time as invertedTime minus its Unix seconds, in 12 digits.
 func customerOrderMember(o *store.Order) string {
 	b := make([]byte, 0, 24)
-	b = append(b, fmt.Sprintf("%012d", o.CreatedAt.Unix())...)
+	b = append(b, fmt.Sprintf("%012d", invertedTime-o.CreatedAt.Unix())...)
 	b = append(b, 0)
 	return string(appendInvID(b, o.ID))
+}
+
+// invertedTime is the Unix second the customer orders index counts back
+// from (in the year 33658).
+const invertedTime = 999999999999
+
+// customerOrderTime is the created time of the order whose entry in a
+// customer's orders index is m.
+func customerOrderTime(m string) (time.Time, bool) {
+	v, err := strconv.ParseInt(m[:min(12, len(m))], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(invertedTime-v, 0).UTC(), true
 }
 
 // orderFacts sets the order count and the last order's time of each
@@ -262,7 +278,7 @@ func (s *Store) orderFacts(ctx context.Context, cs []*store.Customer) error {
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cs {
 			counts[i] = p.ZCard(ctx, s.customerOrders(c.ID))
-			newest[i] = p.ZRevRange(ctx, s.customerOrders(c.ID), 0, 0)
+			newest[i] = p.ZRange(ctx, s.customerOrders(c.ID), 0, 0)
 		}
 		return nil
 	})
@@ -272,8 +288,7 @@ func (s *Store) orderFacts(ctx context.Context, cs []*store.Customer) error {
 	for i, c := range cs {
 		c.OrderCount = counts[i].Val()
 		if m := newest[i].Val(); len(m) == 1 {
-			if at, err := strconv.ParseInt(m[0][:min(12, len(m[0]))], 10, 64); err == nil {
-				t := time.Unix(at, 0).UTC()
+			if t, ok := customerOrderTime(m[0]); ok {
 				c.LastOrderAt = &t
 			}
 		}
@@ -292,7 +307,7 @@ func (s *Store) CustomerOrders(ctx context.Context, id int64, page, perPage int)
 	start := int64(page-1) * int64(perPage)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		n = p.ZCard(ctx, key)
-		members = p.ZRevRange(ctx, key, start, start+int64(perPage)-1)
+		members = p.ZRange(ctx, key, start, start+int64(perPage)-1)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
