@@ -85,6 +85,8 @@ var customerListing = &listing{
 			return "by name, Z to A"
 		case "created":
 			return "oldest first"
+		case "-last_order":
+			return "by last order, newest first"
 		}
 		return "newest first"
 	},

@@ -228,7 +228,7 @@ func CustomerDigits(phone string) string {
 }
 
 // CustomerSorts are the sorts of the customer list; the first is the default.
-var CustomerSorts = []Sort{"name", "-name", "-created", "created"}
+var CustomerSorts = []Sort{"name", "-name", "-created", "created", "-last_order"}
 
 // CustomerQuery is a page of the customer list: each term of q matches a
 // customer's id, the start of any word of its name or company, the start

@@ -450,7 +450,7 @@ const customerSeedScan = 10000
 // several terms examine at most MaxCandidates customers. Each customer
 // has its order count and last order.
 func (s *Store) ListCustomers(ctx context.Context, q store.CustomerQuery) (store.CustomerPage, error) {
-	l := termList[store.Customer]{k: customerKind, sorts: store.CustomerSorts, sorted: s.customerIndex,
+	l := termList[store.Customer]{k: customerKind, sorts: store.CustomerSorts, sorted: s.customerIndex, scored: []string{"last_order"},
 		termSet: s.customerTermSet, dupSet: s.customerDupSet, terms: customerTerms,
 		keep: func(*store.Customer) bool { return true }, load: s.loadCustomers}
 	p, err := l.list(ctx, s, q.Q, q.Sort, q.Page, q.PerPage)

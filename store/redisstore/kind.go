@@ -85,6 +85,13 @@ type kind[T any] struct {
 	// seed, when set, writes the kind's demo records into an empty store
 	// (Seed runs it before the demo orders).
 	seed func(s *Store, ctx context.Context) error
+	// changed, when set, runs after each write that changed a record (its
+	// transaction, and on a Cluster its index entries, done): for what
+	// is derived from the record in another kind's slot.
+	changed func(s *Store, ctx context.Context, ch Change[T])
+	// derived, when set, checks (and with fix sets right) what changed
+	// keeps: Repair runs it after every kind's own indexes are repaired.
+	derived func(s *Store, ctx context.Context, fix bool, r *RepairReport) error
 	// example is a valid record as a create of it stores it, another for
 	// each n (its unique values differ with n), and the validation's
 	// messages if it is not valid: the shared store tests write it to
@@ -133,6 +140,9 @@ type registered interface {
 	eventsKey(s *Store) string
 	// repair checks (and with fix settles) every record and index entry.
 	repair(ctx context.Context, s *Store, fix bool, r *RepairReport) error
+	// repairDerived checks (and with fix settles) what is derived from
+	// other kinds' records, once every kind's own indexes are repaired.
+	repairDerived(ctx context.Context, s *Store, fix bool, r *RepairReport) error
 	// seedDemo writes the kind's demo records, if it has any.
 	seedDemo(ctx context.Context, s *Store) error
 	// nounOf is the kind's noun; counterKey its id counter's key;
@@ -178,6 +188,13 @@ func (k *kind[T]) newestID(ctx context.Context, s *Store) (int64, error) {
 
 func (k *kind[T]) repair(ctx context.Context, s *Store, fix bool, r *RepairReport) error {
 	return repairKind(ctx, s, k, fix, r)
+}
+
+func (k *kind[T]) repairDerived(ctx context.Context, s *Store, fix bool, r *RepairReport) error {
+	if k.derived == nil {
+		return nil
+	}
+	return k.derived(s, ctx, fix, r)
 }
 
 func (k *kind[T]) seedDemo(ctx context.Context, s *Store) error {

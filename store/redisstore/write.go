@@ -166,6 +166,9 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 		if a.field != "" {
 			a.finish(ctx)
 		}
+		if k.changed != nil && a.ch.Before != a.ch.After {
+			k.changed(s, ctx, a.ch)
+		}
 		return a.ch, nil
 	}
 	return Change[T]{}, &store.Error{Code: store.EUNAVAILABLE, Message: "too many people are changing this record at once; try again in a moment",
