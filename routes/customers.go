@@ -76,7 +76,7 @@ var customerFields = fields[store.CustomerInput]{
 var customerListing = &listing{
 	Title:   "Customers",
 	Sorts:   store.CustomerSorts,
-	Columns: map[string]store.Sort{"name": "name", "created": "-created"},
+	Columns: map[string]store.Sort{"name": "name", "created": "-created", "last_order": "-last_order"},
 	Words: func(s store.Sort) string {
 		switch s {
 		case "name":

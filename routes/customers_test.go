@@ -184,6 +184,17 @@ func TestCustomerListQuery(t *testing.T) {
 			}
 		}
 		a.get(t, "/customers?sort=sku", testutil.HJSON).WantStatus(t, http.StatusBadRequest)
+		// By last order: the customers with orders, newest order first,
+		// then the others by id.
+		if got := ids("sort=-last_order"); !slices.Equal(got, []int64{ada.ID, grace.ID, zed.ID}) {
+			t.Errorf("/customers?sort=-last_order without orders: %v, want %v", got, []int64{ada.ID, grace.ID, zed.ID})
+		}
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Zed Ada", "customer_id": zed.ID}), testutil.HJSON).
+			WantStatus(t, http.StatusCreated)
+		if got := ids("sort=-last_order"); !slices.Equal(got, []int64{zed.ID, ada.ID, grace.ID}) {
+			t.Errorf("/customers?sort=-last_order after an order for Zed: %v, want %v", got, []int64{zed.ID, ada.ID, grace.ID})
+		}
+		a.get(t, "/customers?sort=-last_order", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "by last order, newest first")
 		a.get(t, "/customers?q=lovelace", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Ada Lovelace").WantLacks(t, "Grace Hopper")
 	})
 }

@@ -339,13 +339,19 @@ func (l *listView) sortedBy(field string) bool {
 }
 
 // SortURL is the target of a column header: page 1 sorted by field, the
-// other way round when it is already sorted by field.
+// other way round when it is already sorted by field (and the List sorts
+// by it both ways).
 func (l *listView) SortURL(field string) string {
+	return l.url(1, l.columnSort(field), l.PerPage)
+}
+
+// columnSort is the sort field's header asks for.
+func (l *listView) columnSort(field string) store.Sort {
 	s := l.listing.Columns[field]
-	if l.sortedBy(field) {
+	if l.sortedBy(field) && validSort(l.listing.Sorts, reverse(l.Sort)) {
 		s = reverse(l.Sort)
 	}
-	return l.url(1, s, l.PerPage)
+	return s
 }
 
 func reverse(s store.Sort) store.Sort {
@@ -370,11 +376,7 @@ func (l *listView) AriaSort(field string) string {
 // SortHint says what activating field's header does, for screen readers
 // and as the link's tooltip.
 func (l *listView) SortHint(field string) string {
-	s := l.listing.Columns[field]
-	if l.sortedBy(field) {
-		s = reverse(l.Sort)
-	}
-	return "sort " + l.listing.Words(s)
+	return "sort " + l.listing.Words(l.columnSort(field))
 }
 
 // orderSortWords says an order sort in words: "newest first".
