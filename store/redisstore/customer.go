@@ -26,6 +26,7 @@ import (
 //	cu:{c}:email:<email lower> the id that holds the email
 //	cx:{c}:created             by created time, score timeScore, member the id
 //	cx:{c}:name                by name, member "name NUL inverted-id" (lex)
+//	cx:{c}:last_order          by last order, score its newest order's timeScore (last_order.go)
 //	cx:{c}:w:<c>, cx:{c}:w:<c>:<L> search terms (the words of the name and the company, the email, the phone's digits) and their dup sets, as orders' (search.go)
 
 // Customer hash fields.

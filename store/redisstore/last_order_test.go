@@ -21,14 +21,7 @@ func TestCustomersSortByLastOrder(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
 			f := fresh(t, tg)
-			var ids []int64 // customers 1 to 4
-			for _, name := range []string{"Ada", "Bob", "Cy", "Di"} {
-				c, err := f.s.CreateCustomer(ctx, store.CustomerInput{Name: ptr(name)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, c.ID)
-			}
+			ids := createCustomers(t, f, "Ada", "Bob", "Cy", "Di")
 			ada, bob, cy, di := ids[0], ids[1], ids[2], ids[3]
 			order := func(customer int64) int64 {
 				t.Helper()
@@ -88,14 +81,7 @@ func TestRepairRebuildsTheCustomersByLastOrder(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
 			f := fresh(t, tg)
-			var ids []int64
-			for _, name := range []string{"Ada", "Bob", "Cy"} {
-				c, err := f.s.CreateCustomer(ctx, store.CustomerInput{Name: ptr(name)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, c.ID)
-			}
+			ids := createCustomers(t, f, "Ada", "Bob", "Cy")
 			for _, c := range []int64{ids[2], ids[0]} {
 				f.create(t, "Someone", func(in *store.OrderInput) { in.CustomerID = ptr(fmt.Sprint(c)) })
 				f.clock.unix.Add(60)
@@ -146,4 +132,18 @@ func wantLastOrder(t *testing.T, f *fixture, step string, want []int64) {
 	if !slices.Equal(got, want) || p.Total != int64(len(want)) {
 		t.Errorf("%s: customers by last order %v (of %d), want %v", step, got, p.Total, want)
 	}
+}
+
+// createCustomers creates a customer of each name and returns their ids.
+func createCustomers(t *testing.T, f *fixture, names ...string) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, name := range names {
+		c, err := f.s.CreateCustomer(context.Background(), store.CustomerInput{Name: ptr(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	return ids
 }
