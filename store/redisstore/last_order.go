@@ -82,26 +82,6 @@ func (s *Store) placeByLastOrder(ctx context.Context, ids ...int64) error {
 	return nil
 }
 
-// orderRelinked places the customers an order write linked or unlinked
-// (created or deleted with a link, or moved between customers). The order
-// is written by then: a failure here is logged, and Repair sets the index
-// right.
-func (s *Store) orderRelinked(ctx context.Context, ch Change[store.Order]) {
-	var was, is int64
-	if ch.Before != nil {
-		was = ch.Before.CustomerID
-	}
-	if ch.After != nil {
-		is = ch.After.CustomerID
-	}
-	if was == is && ch.Before != nil && ch.After != nil {
-		return
-	}
-	if err := s.placeByLastOrder(ctx, was, is); err != nil {
-		s.log.Warn("placing customers by their last order failed; orders -repair sets it right", "customers", []int64{was, is}, "err", err)
-	}
-}
-
 // customerPlaced enters a new customer in the last-order index, and takes
 // a deleted one out.
 func (s *Store) customerPlaced(ctx context.Context, ch Change[store.Customer]) {

@@ -550,3 +550,24 @@ func customerRef(id int64) string {
 	}
 	return strconv.FormatInt(id, 10)
 }
+
+// orderRelinked places the customers an order write linked or unlinked
+// (created or deleted with a link, or moved between customers). The order
+// is written by then: a failure here is logged, and Repair sets the index
+// right (last_order.go). It lives beside the order's kind because every
+// order write runs it, most of them only to find no link changed.
+func (s *Store) orderRelinked(ctx context.Context, ch Change[store.Order]) {
+	var was, is int64
+	if ch.Before != nil {
+		was = ch.Before.CustomerID
+	}
+	if ch.After != nil {
+		is = ch.After.CustomerID
+	}
+	if was == is && ch.Before != nil && ch.After != nil {
+		return
+	}
+	if err := s.placeByLastOrder(ctx, was, is); err != nil {
+		s.log.Warn("placing customers by their last order failed; orders -repair sets it right", "customers", []int64{was, is}, "err", err)
+	}
+}
