@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -146,4 +147,44 @@ func createCustomers(t *testing.T, f *fixture, names ...string) []int64 {
 		ids = append(ids, c.ID)
 	}
 	return ids
+}
+
+// TestConcurrentOrderWritesLeaveTheLastOrderRight: orders created, moved
+// between two customers and deleted by writers side by side leave every
+// customer placed by its newest order, as Repair finds it.
+func TestConcurrentOrderWritesLeaveTheLastOrderRight(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			ids := createCustomers(t, f, "Ada", "Bob")
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 5 {
+						o, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Someone"), CustomerID: ptr(fmt.Sprint(ids[w%2]))})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						f.clock.unix.Add(1)
+						if _, err := f.s.UpdateOrder(ctx, o.ID, store.OrderInput{CustomerID: ptr(fmt.Sprint(ids[(w+1)%2]))}, 0); err != nil {
+							t.Error(err)
+						}
+						if i%2 == 0 {
+							if err := f.s.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if r, err := f.s.Repair(ctx, false); err != nil || r.Problems() != 0 {
+				t.Errorf("Repair after the writers: %s, %v; want no problems", r, err)
+			}
+		})
+	}
 }
