@@ -398,7 +398,7 @@
   let known = new Map(); // id -> {version, gone}: what the stream said
   const busy = {}; // id -> the person's requests in flight
   const kept = new Set(); // what a live morph leaves alone
-  let fresh = null; // {results, ids, url, unsure}: new members not shown
+  let fresh = null; // {results, ids}: new members not shown
   let retryDelay = 0;
   const isStream = (el) => el?.nodeType === 1 && el.hasAttribute("data-live-stream");
   // The resource's words, from the server.
@@ -439,31 +439,23 @@
   function showCount() {
     const n = fresh && fresh.results === results() ? fresh.ids.size : 0, one = n === 1;
     const where = { search: one ? " (this search may not include it)" : " (this search may not include them)",
-      page: one ? " (it may be on another page)" : " (they may be on other pages)" }[fresh?.unsure] || "";
+      page: one ? " (it may be on another page)" : " (they may be on other pages)" }[fresh?.results.dataset.liveNewUnsure] || "";
     showLink(n && `${n} new ${one ? word("one") : word("many")}${where}`, "Show the " + (one ? "new " + word("one") : n + " new " + word("many")));
   }
 
   // countNew counts a member created elsewhere unless shown, deleted, or
-  // left out by the list's filters (status, active, the UTC dates).
+  // left out by the list's filters (status, active, the UTC dates). The
+  // server says where new ones show (data-live-new-url, -unsure).
   function countNew(id, d) {
     const r = results();
     if (!r || members(id).length || known.get(id)?.gone) return;
     if (fresh?.results !== r) fresh = { results: r, ids: new Set() };
     if (fresh.ids.has(id)) return;
-    const url = new URL(r.getAttribute("hx-get") || location.href, location.href), q = url.searchParams;
+    const q = new URL(r.getAttribute("hx-get") || location.href, location.href).searchParams;
     const today = new Date().toISOString().slice(0, 10);
     if (Object.keys(d).some((k) => k !== "id" && k !== "version" && q.get(k) && q.get(k) !== String(d[k]))) return;
     if ((q.get("from") || "") > today || (q.get("to") && q.get("to") < today)) return;
     fresh.ids.add(id);
-    // Newest first (by the sorted header, or the Inquiry's sort), new ones
-    // are on the first page, which show brings; else on any page.
-    const a = $("th[aria-sort] a.sort[data-sort]", r);
-    const first = a ? /^(created|updated)$/.test(a.dataset.sort) && a.closest("th").getAttribute("aria-sort") === "descending" :
-      /^(|-created|-updated)$/.test(q.get("sort") || "");
-    fresh.url = null;
-    if (first && q.has("page")) { q.delete("page"); fresh.url = url.pathname + url.search; }
-    // A search (q) the event cannot judge: the new ones may not match it.
-    fresh.unsure = (q.get("q") || "").trim() ? "search" : !first && $(".pager a[rel]", r) ? "page" : "";
     showCount();
   }
 
@@ -600,8 +592,8 @@
     fresh = null;
     showLink("This list may be out of date", "Show the current " + word("many"));
   }
-  // refreshResults morphs in the results fetched again (or page to, which
-  // becomes the address): rows and focus stay, forms in progress too.
+  // refreshResults morphs in the results fetched again (or those at to,
+  // which becomes the address): rows and focus stay, forms in progress too.
   function refreshResults(to) {
     const r = results(), url = r?.getAttribute("hx-get");
     if (!url) return;
@@ -613,7 +605,7 @@
   on("click", (e) => {
     if (!closest(e, "[data-live-show]")) return;
     document.getElementById("results-count")?.focus();
-    refreshResults(fresh?.results === results() ? fresh.url : null);
+    refreshResults(fresh?.results === results() ? results().dataset.liveNewUrl : null);
     showLink("");
   });
 
