@@ -7,8 +7,10 @@ package routes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -104,6 +106,17 @@ type customerMember struct{ s store.Customers }
 
 func (m customerMember) get(ctx context.Context, id int64) (*store.Customer, error) {
 	return m.s.GetCustomer(ctx, id)
+}
+
+// derived names what the customer's representations show of its orders
+// (the count, the last order, the totals, the page of orders): a hash of
+// them, so that an order linked, changed or unlinked changes the
+// customer's ETags though not its version.
+func (customerMember) derived(cu *store.Customer) string {
+	b, _ := json.Marshal([]any{cu.OrderCount, cu.LastOrderAt, cu.Totals, cu.Orders})
+	h := fnv.New64a()
+	h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // shown reads the customer with the page of its orders, newest first,

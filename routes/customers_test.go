@@ -431,3 +431,53 @@ func TestCustomerPageShowsItsOrdersAPageAtATime(t *testing.T) {
 		}
 	})
 }
+
+// A customer's representations show its orders, which change without the
+// customer's version: a browser or a program revalidating with the ETag
+// it holds gets the new figures, not a 304, once an order links it,
+// changes or leaves it, in every representation (a List row included).
+func TestCustomerETagsFollowItsOrders(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace"})
+		member := customerResource.MemberPath(ada.ID)
+		targets := map[string]testutil.H{"page": testutil.HPage, "fragment": testutil.HHX, "JSON": testutil.HJSON,
+			"List row": testutil.HHX.With(testutil.H{"HX-Target": customerResource.RowID(ada.ID)})}
+		held := map[string]string{}
+		hold := func(what string) {
+			t.Helper()
+			for name, h := range targets {
+				r := a.get(t, member, h).WantStatus(t, http.StatusOK)
+				tag := r.Header.Get("ETag")
+				if tag == "" {
+					t.Fatalf("%s, the %s: no ETag", what, name)
+				}
+				a.get(t, member, h.With(testutil.H{"If-None-Match": tag})).WantStatus(t, http.StatusNotModified)
+				held[name] = tag
+			}
+		}
+		wantChanged := func(what string) {
+			t.Helper()
+			for name, h := range targets {
+				r := a.get(t, member, h.With(testutil.H{"If-None-Match": held[name]}))
+				if r.Status != http.StatusOK || r.Header.Get("ETag") == held[name] {
+					t.Errorf("after %s, the %s with the ETag held before (%s): %d, ETag %s; want 200 and a new ETag",
+						what, name, held[name], r.Status, r.Header.Get("ETag"))
+				}
+			}
+		}
+		hold("before any order")
+		var o orderJSON
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+			"items": []any{item("Widget", 1, "2.00")}}), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
+		wantChanged("an order linked it")
+		hold("with one order")
+		a.update(t, o.ID, map[string]any{"items": []any{item("Widget", 3, "2.00")}, "version": o.Version})
+		wantChanged("its order's total changed")
+		hold("with the order changed")
+		a.update(t, o.ID, map[string]any{"customer_id": "", "version": o.Version + 1})
+		wantChanged("its order left it")
+		if got := a.get(t, member, testutil.HJSON).Header.Get("ETag"); !strings.Contains(got, "v1-") {
+			t.Errorf("customer ETag %s: the customer's version is still 1", got)
+		}
+	})
+}
