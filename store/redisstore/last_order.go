@@ -219,7 +219,10 @@ func (s *Store) repairLastOrders(ctx context.Context, fix bool, r *RepairReport)
 
 // placeAllByLastOrder sets the entries of customers ids in the last-order
 // index in two pipelined round trips per batch: for the bulk Seed, whose
-// orders link customers without the write path.
+// orders link customers without the write path. Seed made those customers
+// before it linked them, so a plain ZADD places each (no script: the
+// embedded store starts an interpreter for every script it runs, and
+// hundreds in one pipeline outlast a read timeout on a busy machine).
 func (s *Store) placeAllByLastOrder(ctx context.Context, ids []int64) error {
 	for start := 0; start < len(ids); start += repairBatch {
 		batch := ids[start:min(start+repairBatch, len(ids))]
@@ -235,7 +238,7 @@ func (s *Store) placeAllByLastOrder(ctx context.Context, ids []int64) error {
 		}
 		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range batch {
-				placeScript.Eval(ctx, p, []string{customerKind.key(s, id), s.lastOrderIndex()}, strconv.FormatInt(id, 10), lastOrderScore(id, newest[i].Val()))
+				p.ZAdd(ctx, s.lastOrderIndex(), redis.Z{Score: lastOrderScore(id, newest[i].Val()), Member: strconv.FormatInt(id, 10)})
 			}
 			return nil
 		})
