@@ -26,6 +26,7 @@ import (
 //	cu:{c}:email:<email lower> the id that holds the email
 //	cx:{c}:created             by created time, score timeScore, member the id
 //	cx:{c}:name                by name, member "name NUL inverted-id" (lex)
+//	c:{c}:<id>:links           hash: the orders that link the customer or are being linked to it (links.go)
 //	cx:{c}:w:<c>, cx:{c}:w:<c>:<L> search terms (the words of the name and the company, the email, the phone's digits) and their dup sets, as orders' (search.go)
 
 // Customer hash fields.
@@ -325,6 +326,11 @@ func (s *Store) customerExists(ctx context.Context, id int64, orderID *int64) er
 	if n > 0 {
 		return nil
 	}
+	return s.noCustomer(ctx, id, orderID)
+}
+
+// noCustomer is customerExists's error for customer id.
+func (s *Store) noCustomer(ctx context.Context, id int64, orderID *int64) error {
 	e := invalid(map[string]string{"customer_id": "names no customer: there is no customer " + strconv.FormatInt(id, 10)}, nil)
 	if orderID != nil {
 		cur, err := s.GetOrder(ctx, *orderID)
@@ -360,23 +366,41 @@ func (s *Store) UpdateCustomer(ctx context.Context, id int64, in store.CustomerI
 	return c, s.ordered(ctx, c)
 }
 
-// DeleteCustomer removes customer id (its email is free again). A
-// customer whose orders link it is not deleted (ECONFLICT saying how
-// many).
+// DeleteCustomer removes customer id (its email is free again). The
+// version checks come first, as every delete's; then a customer that
+// orders link is not deleted (ECONFLICT saying how many). The delete
+// commits only while no order is being linked to it (links.go).
 func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error {
-	n, err := s.rdb.ZCard(ctx, s.customerOrders(id)).Result()
-	if err != nil {
-		return wrap(err)
+	var v *int64
+	if version != 0 {
+		v = &version
 	}
-	if n > 0 {
-		cur, err := s.GetCustomer(ctx, id)
+	for range linkTries {
+		cur, err := getRecord(ctx, s, s.rdb, customerKind, id)
+		if err != nil {
+			return wrap(err)
+		}
+		if err := checkVersions(customerKind, cur, id, ifMatch, v, true); err != nil {
+			return err
+		}
+		n, err := s.linkedOrders(ctx, id)
 		if err != nil {
 			return err
 		}
-		return &store.Error{Code: store.ECONFLICT, Current: cur,
-			Message: fmt.Sprintf("customer %d has %s; a customer with orders cannot be deleted", id, plural(n, "order", "orders"))}
+		if n > 0 {
+			cur, err := s.GetCustomer(ctx, id)
+			if err != nil {
+				return err
+			}
+			return &store.Error{Code: store.ECONFLICT, Current: cur,
+				Message: fmt.Sprintf("customer %d has %s; a customer with orders cannot be deleted", id, plural(n, "order", "orders"))}
+		}
+		err = deleteRecord(guarded(ctx, s.unlinked(id)), s, customerKind, id, ifMatch, version)
+		if err != errLinksChanged {
+			return err
+		}
 	}
-	return deleteRecord(ctx, s, customerKind, id, ifMatch, version)
+	return unavailable(errors.New("orders kept being linked to the customer while it was being deleted"))
 }
 
 func plural(n int64, one, many string) string {

@@ -465,10 +465,22 @@ func (s *Store) CreateOrder(ctx context.Context, in store.OrderInput) (*store.Or
 	if errs != nil {
 		return nil, invalid(errs, nil)
 	}
-	if err := s.customerExists(ctx, o.CustomerID, nil); err != nil {
-		return nil, err
+	if o.CustomerID == 0 {
+		return createRecord(ctx, s, orders, o)
 	}
-	return createRecord(ctx, s, orders, o)
+	// Its link is held under the id, drawn first.
+	for range 100 {
+		id, err := s.nextID(ctx, orders.counter)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		created, err := s.createAs(ctx, id, o)
+		if err != errIDTaken {
+			return created, err
+		}
+		s.log.Warn("the id counter handed out a used id; skipping it", "kind", orders.noun, "id", id)
+	}
+	return nil, &store.Error{Code: store.EINTERNAL, Message: "the order id counter keeps handing out used ids; run orders -repair", Err: errIDTaken}
 }
 
 // errIDTaken: the id is taken (see errRecordExists).
@@ -476,8 +488,14 @@ var errIDTaken = errRecordExists
 
 // createAs stores o as the new order id, or answers errIDTaken when an
 // order has that id.
+// An order that links a customer is created under a hold of the link.
 func (s *Store) createAs(ctx context.Context, id int64, o store.Order) (*store.Order, error) {
-	return createRecordAs(ctx, s, orders, id, o)
+	if o.CustomerID == 0 {
+		return createRecordAs(ctx, s, orders, id, o)
+	}
+	return s.linking(ctx, o.CustomerID, id, nil, func(ctx context.Context) (*store.Order, error) {
+		return createRecordAs(ctx, s, orders, id, o)
+	})
 }
 
 func invalid(errs map[string]string, cur *store.Order) *store.Error { return orders.invalid(errs, cur) }
@@ -489,18 +507,36 @@ const maxRetries = 50
 // UpdateOrder applies in to order id. ifMatch, when not 0, is the version an
 // If-Match header requires (EPRECONDITION otherwise); in.Version is the
 // version a form or JSON body carries (ECONFLICT otherwise). A change that
-// changes nothing writes nothing and keeps the version.
+// changes nothing writes nothing and keeps the version. A change to the
+// customer it links is made under a hold of the new link, and drops the
+// old one after (links.go).
 func (s *Store) UpdateOrder(ctx context.Context, id int64, in store.OrderInput, ifMatch int64) (*store.Order, error) {
+	var before int64 // the customer the order linked, as the write read it
+	update := func(ctx context.Context) (*store.Order, error) {
+		return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *store.Order) (store.Order, map[string]string) {
+			before = cur.CustomerID
+			return store.ApplyOrder(cur, in)
+		})
+	}
+	var cid int64
 	if in.CustomerID != nil {
-		if cid, ok := store.ParseID(strings.TrimSpace(*in.CustomerID)); ok {
-			if err := s.customerExists(ctx, cid, &id); err != nil {
-				return nil, err
-			}
+		cid, _ = store.ParseID(strings.TrimSpace(*in.CustomerID))
+	}
+	var o *store.Order
+	var err error
+	if cid == 0 {
+		o, err = update(ctx)
+	} else {
+		// Most changes keep the customer: they need no hold.
+		o, err = update(guarded(ctx, s.stillLinked(id, cid)))
+		if err == errNotLinked {
+			o, err = s.linking(ctx, cid, id, &id, update)
 		}
 	}
-	return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *store.Order) (store.Order, map[string]string) {
-		return store.ApplyOrder(cur, in)
-	})
+	if err == nil && before != 0 && before != o.CustomerID {
+		s.releaseLink(ctx, before, id)
+	}
+	return o, err
 }
 
 // sameOrder reports whether a and b store the same values (the version and
@@ -516,8 +552,19 @@ func sameOrder(a, b *store.Order) bool {
 // DeleteOrder removes order id, its items and its index entries. ifMatch, when
 // not 0, must equal the stored version (EPRECONDITION); so must version, the
 // one a form or JSON body carries (ECONFLICT).
+// The link to its customer is dropped after.
 func (s *Store) DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error {
-	return deleteRecord(ctx, s, orders, id, ifMatch, version)
+	var v *int64
+	if version != 0 {
+		v = &version
+	}
+	ch, err := write(ctx, s, orders, id, func(cur *store.Order) (*store.Order, error) {
+		return nil, checkVersions(orders, cur, id, ifMatch, v, true)
+	})
+	if err == nil && ch.Before != nil && ch.Before.CustomerID != 0 {
+		s.releaseLink(ctx, ch.Before.CustomerID, id)
+	}
+	return err
 }
 
 // OrderHistory is a page of order id's history, newest first, before the

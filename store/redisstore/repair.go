@@ -67,6 +67,10 @@ func (s *Store) Repair(ctx context.Context, fix bool) (RepairReport, error) {
 			return r, wrap(err)
 		}
 	}
+	// The customers' links, from the orders (links.go).
+	if err := s.repairLinks(ctx, fix, &r); err != nil {
+		return r, wrap(err)
+	}
 	return r, nil
 }
 
