@@ -288,3 +288,11 @@ func (s suiteKind[T]) Change(ctx context.Context, st *Store, id int64, n int, if
 func (s suiteKind[T]) Delete(ctx context.Context, st *Store, id, ifMatch, version int64) error {
 	return deleteRecord(ctx, st, s.k, id, ifMatch, version)
 }
+
+// HoldLink takes a hold of order oid's link to customer cid, as a write
+// that links them does before its transaction, and writes nothing more:
+// what a writer that stopped there leaves.
+func (s *Store) HoldLink(ctx context.Context, cid, oid int64) error {
+	_, err := s.holdLink(ctx, cid, oid, nil)
+	return err
+}
