@@ -21,6 +21,16 @@ func (f *fixture) linksOf(t *testing.T, cid int64) map[string]string {
 	return h
 }
 
+// oldHold puts a hold of order oid in customer cid's links as one taken a
+// minute ago would be, by a writer long gone.
+func (f *fixture) oldHold(t *testing.T, cid int64, oid string) {
+	t.Helper()
+	key := f.prefix + "c:{c}:" + strconv.FormatInt(cid, 10) + ":links"
+	if err := f.tg.Client.HSet(context.Background(), key, oid, "0a1b2c:"+strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fixture) customer(t *testing.T, name string) *store.Customer {
 	t.Helper()
 	c, err := f.s.CreateCustomer(context.Background(), store.CustomerInput{Name: ptr(name)})
@@ -107,10 +117,7 @@ func TestCustomerLinkHeldByAWriteThatNeverCameDoesNotBlockItsDelete(t *testing.T
 			}
 			// A hold taken a minute ago, whose writer is long gone.
 			old := f.customer(t, "Alan")
-			key := f.prefix + "c:{c}:" + strconv.FormatInt(old.ID, 10) + ":links"
-			if err := tg.Client.HSet(ctx, key, strconv.FormatInt(o.ID, 10), "0a1b2c:"+strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)).Err(); err != nil {
-				t.Fatal(err)
-			}
+			f.oldHold(t, old.ID, strconv.FormatInt(o.ID, 10))
 			start = time.Now()
 			if err := f.s.DeleteCustomer(ctx, old.ID, 0, 0); err != nil {
 				t.Fatalf("a delete beside an old hold: %v", err)
@@ -136,9 +143,7 @@ func TestRepairRebuildsCustomerLinks(t *testing.T) {
 			if err := tg.Client.Del(ctx, key).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := tg.Client.HSet(ctx, key, "999", "0a1b2c:"+strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)).Err(); err != nil {
-				t.Fatal(err)
-			}
+			f.oldHold(t, c.ID, "999")
 			r, err := f.s.Repair(ctx, true)
 			if err != nil {
 				t.Fatal(err)
