@@ -256,6 +256,7 @@ func holdsYoung(v string, now time.Time) bool {
 type linkCheck struct {
 	linked          int64
 	unbacked, young map[int64]string
+	junk            []string // fields no writer wrote (no order id)
 }
 
 // checkLinks reads the orders that holds (customer cid's links) name, in
@@ -269,6 +270,8 @@ func (s *Store) checkLinks(ctx context.Context, cid int64, holds map[string]stri
 			if id, ok := store.ParseID(f); ok {
 				ids = append(ids, id)
 				cmds = append(cmds, p.HGet(ctx, s.orderKey(id), fCustomerID))
+			} else {
+				c.junk = append(c.junk, f)
 			}
 		}
 		return nil
@@ -319,6 +322,11 @@ func (s *Store) linkedOrders(ctx context.Context, cid int64) (int64, error) {
 			}
 			continue
 		}
+		if len(c.junk) > 0 {
+			if err := s.rdb.HDel(ctx, s.customerLinks(cid), c.junk...).Err(); err != nil {
+				return 0, wrap(err)
+			}
+		}
 		for _, m := range []map[int64]string{c.unbacked, c.young} {
 			for oid, v := range m {
 				linked, err := s.dropUnlinked(ctx, cid, oid, holdTokens(v))
@@ -358,11 +366,22 @@ func (s *Store) repairLinks(ctx context.Context, fix bool, r *RepairReport) erro
 		}); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
+		there := make([]*redis.BoolCmd, len(ids))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				if cid, ok := store.ParseID(cis[i].Val()); ok {
+					there[i] = p.HExists(ctx, s.customerLinks(cid), strconv.FormatInt(id, 10))
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 		for i, id := range ids {
-			cid, ok := store.ParseID(cis[i].Val())
-			if !ok {
+			if there[i] == nil || there[i].Val() {
 				continue
 			}
+			cid, _ := store.ParseID(cis[i].Val())
 			if err := s.repairLink(ctx, cid, id, fix, r); err != nil {
 				return err
 			}
@@ -408,21 +427,16 @@ func (s *Store) repairLinks(ctx context.Context, fix bool, r *RepairReport) erro
 	})
 }
 
-// repairLink checks that customer cid's links have an entry of order oid,
-// which linked it when read.
+// repairLink looks again at order oid, which linked customer cid when
+// read while its links had no entry of it: in the order a writer works (an
+// unlink drops the entry after its write), the order first.
 func (s *Store) repairLink(ctx context.Context, cid, oid int64, fix bool, r *RepairReport) error {
 	field := strconv.FormatInt(oid, 10)
-	there, err := s.rdb.HExists(ctx, s.customerLinks(cid), field).Result()
-	if err != nil || there {
-		return err
-	}
-	// Again, in the order a writer works: an unlink drops the entry after
-	// its write.
 	ci, err := s.rdb.HGet(ctx, s.orderKey(oid), fCustomerID).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	if there, err = s.rdb.HExists(ctx, s.customerLinks(cid), field).Result(); err != nil || there || ci != strconv.FormatInt(cid, 10) {
+	if there, err := s.rdb.HExists(ctx, s.customerLinks(cid), field).Result(); err != nil || there || ci != strconv.FormatInt(cid, 10) {
 		return err
 	}
 	r.Missing++
