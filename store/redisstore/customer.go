@@ -369,18 +369,12 @@ func (s *Store) UpdateCustomer(ctx context.Context, id int64, in store.CustomerI
 // DeleteCustomer removes customer id (its email is free again). The
 // version checks come first, as every delete's; then a customer that
 // orders link is not deleted (ECONFLICT saying how many). The delete
-// commits only while no order is being linked to it (links.go).
+// commits only while its links are empty (links.go); when they are not,
+// it looks at the orders they name.
 func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error {
-	var v *int64
-	if version != 0 {
-		v = &version
-	}
 	for range linkTries {
-		cur, err := getRecord(ctx, s, s.rdb, customerKind, id)
-		if err != nil {
-			return wrap(err)
-		}
-		if err := checkVersions(customerKind, cur, id, ifMatch, v, true); err != nil {
+		err := deleteRecord(guarded(ctx, s.unlinked(id)), s, customerKind, id, ifMatch, version)
+		if err != errLinksChanged {
 			return err
 		}
 		n, err := s.linkedOrders(ctx, id)
@@ -394,10 +388,6 @@ func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version i
 			}
 			return &store.Error{Code: store.ECONFLICT, Current: cur,
 				Message: fmt.Sprintf("customer %d has %s; a customer with orders cannot be deleted", id, plural(n, "order", "orders"))}
-		}
-		err = deleteRecord(guarded(ctx, s.unlinked(id)), s, customerKind, id, ifMatch, version)
-		if err != errLinksChanged {
-			return err
 		}
 	}
 	return unavailable(errors.New("orders kept being linked to the customer while it was being deleted"))

@@ -35,10 +35,10 @@ import (
 //     links a customer, an entry names it.
 //   - DeleteCustomer deletes only under a guard that the links are empty,
 //     read under the customer's WATCH; a hold taken after that read
-//     touches the customer and aborts the delete. Before, it drops the
-//     entries whose orders do not link the customer (waiting up to
-//     linkAge for young ones: their writers are at work), and refuses
-//     while any does.
+//     touches the customer and aborts the delete. When they are not, it
+//     drops the entries whose orders do not link the customer (waiting up
+//     to linkAge for young ones: their writers are at work) and tries
+//     again, and refuses while any order links it.
 //
 // An entry left behind (a crash, a write that failed and could not drop
 // it, an unlink whose drop failed) costs the next DeleteCustomer its
@@ -67,7 +67,7 @@ const (
 var (
 	errLinkTaken    error = &store.Error{Code: store.EUNAVAILABLE, Message: "the link to the customer was taken over; try again"}
 	errNotLinked    error = &store.Error{Code: store.EUNAVAILABLE, Message: "the order no longer links that customer; try again"}
-	errLinksChanged error = &store.Error{Code: store.EUNAVAILABLE, Message: "orders are being linked to this customer; try again"}
+	errLinksChanged error = &store.Error{Code: store.EUNAVAILABLE, Message: "orders link this customer or are being linked to it; try again"}
 )
 
 // holdScript takes a hold: KEYS[1] the customer, KEYS[2] its links,
