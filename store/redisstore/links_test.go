@@ -94,7 +94,8 @@ func TestCustomerLinksFollowTheOrders(t *testing.T) {
 // taken by an order write that then stopped (a crash) keeps the customer
 // only while a writer could still be at work: a delete waits for it at
 // most a second, finds the order not linking the customer, drops the hold
-// and deletes. A hold already old costs no wait.
+// and deletes; the writer, should it come back, can no longer link. A hold
+// already old costs no wait.
 func TestCustomerLinkHeldByAWriteThatNeverCameDoesNotBlockItsDelete(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -114,6 +115,20 @@ func TestCustomerLinkHeldByAWriteThatNeverCameDoesNotBlockItsDelete(t *testing.T
 			}
 			if got := f.linksOf(t, c.ID); len(got) != 0 {
 				t.Errorf("the links after the delete: %v, want none", got)
+			}
+			// A writer stalled between its hold and its transaction: the
+			// delete takes its hold over, and it can no longer link.
+			stalled := f.customer(t, "Edsger")
+			err := f.s.LinkUnderHold(ctx, stalled.ID, o.ID, func() {
+				if err := f.s.DeleteCustomer(ctx, stalled.ID, 0, 0); err != nil {
+					t.Errorf("a delete beside a stalled writer's hold: %v", err)
+				}
+			})
+			if err == nil {
+				t.Errorf("a write under a hold the delete took over linked order %d to deleted customer %d", o.ID, stalled.ID)
+			}
+			if got, err := f.s.GetOrder(ctx, o.ID); err != nil || got.CustomerID != 0 {
+				t.Errorf("the order after the stalled write: %+v, %v; want it linking no customer", got, err)
 			}
 			// A hold taken a minute ago, whose writer is long gone.
 			old := f.customer(t, "Alan")
