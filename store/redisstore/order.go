@@ -487,8 +487,8 @@ func (s *Store) CreateOrder(ctx context.Context, in store.OrderInput) (*store.Or
 var errIDTaken = errRecordExists
 
 // createAs stores o as the new order id, or answers errIDTaken when an
-// order has that id.
-// An order that links a customer is created under a hold of the link.
+// order has that id. An order that links a customer is created under a
+// hold of the link (links.go).
 func (s *Store) createAs(ctx context.Context, id int64, o store.Order) (*store.Order, error) {
 	if o.CustomerID == 0 {
 		return createRecordAs(ctx, s, orders, id, o)
@@ -551,8 +551,8 @@ func sameOrder(a, b *store.Order) bool {
 
 // DeleteOrder removes order id, its items and its index entries. ifMatch, when
 // not 0, must equal the stored version (EPRECONDITION); so must version, the
-// one a form or JSON body carries (ECONFLICT).
-// The link to its customer is dropped after.
+// one a form or JSON body carries (ECONFLICT). Its entry in its
+// customer's links is dropped after.
 func (s *Store) DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error {
 	var v *int64
 	if version != 0 {
