@@ -370,11 +370,21 @@ func (s *Store) UpdateCustomer(ctx context.Context, id int64, in store.CustomerI
 // version checks come first, as every delete's; then a customer that
 // orders link is not deleted (ECONFLICT saying how many). The delete
 // commits only while its links are empty (links.go); when they are not,
-// it looks at the orders they name.
+// or its orders index has entries, it looks at the orders they name.
 func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error {
+	// An orders index with entries and no links: an index entry on its
+	// way, or orders linked before the links were kept (Repair adds them).
+	indexed, err := s.rdb.ZCard(ctx, s.customerOrders(id)).Result()
+	if err != nil {
+		return wrap(err)
+	}
 	for range linkTries {
-		err := deleteRecord(guarded(ctx, s.unlinked(id)), s, customerKind, id, ifMatch, version)
-		if err != errLinksChanged {
+		if indexed == 0 {
+			err := deleteRecord(guarded(ctx, s.unlinked(id)), s, customerKind, id, ifMatch, version)
+			if err != errLinksChanged {
+				return err
+			}
+		} else if err := s.deletable(ctx, id, ifMatch, version); err != nil {
 			return err
 		}
 		n, err := s.linkedOrders(ctx, id)
@@ -389,8 +399,22 @@ func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version i
 			return &store.Error{Code: store.ECONFLICT, Current: cur,
 				Message: fmt.Sprintf("customer %d has %s; a customer with orders cannot be deleted", id, plural(n, "order", "orders"))}
 		}
+		indexed = 0
 	}
 	return unavailable(errors.New("orders kept being linked to the customer while it was being deleted"))
+}
+
+// deletable is the delete's version checks of customer id, as they stand.
+func (s *Store) deletable(ctx context.Context, id, ifMatch, version int64) error {
+	cur, err := getRecord(ctx, s, s.rdb, customerKind, id)
+	if err != nil {
+		return wrap(err)
+	}
+	var v *int64
+	if version != 0 {
+		v = &version
+	}
+	return checkVersions(customerKind, cur, id, ifMatch, v, true)
 }
 
 func plural(n int64, one, many string) string {

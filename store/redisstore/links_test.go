@@ -144,9 +144,10 @@ func TestCustomerLinkHeldByAWriteThatNeverCameDoesNotBlockItsDelete(t *testing.T
 	}
 }
 
-// TestRepairRebuildsCustomerLinks: Repair adds the entry of an order that
-// links a customer without one (so the customer stays undeletable while
-// the order links it), and drops an old entry whose order does not.
+// TestRepairRebuildsCustomerLinks: a customer whose links are lost stays
+// undeletable by its orders index; Repair adds the entry of an order that
+// links a customer without one, and drops an old entry whose order does
+// not.
 func TestRepairRebuildsCustomerLinks(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -157,6 +158,10 @@ func TestRepairRebuildsCustomerLinks(t *testing.T) {
 			key := f.prefix + "c:{c}:" + strconv.FormatInt(c.ID, 10) + ":links"
 			if err := tg.Client.Del(ctx, key).Err(); err != nil {
 				t.Fatal(err)
+			}
+			// Without its links, the orders index still keeps the customer.
+			if err := f.s.DeleteCustomer(ctx, c.ID, 0, 0); store.ErrorCode(err) != store.ECONFLICT || !strings.Contains(err.Error(), "has 1 order") {
+				t.Errorf("a delete of a customer whose links are lost: %v, want ECONFLICT saying it has 1 order", err)
 			}
 			f.oldHold(t, c.ID, "999")
 			r, err := f.s.Repair(ctx, true)
