@@ -345,7 +345,8 @@ func (s *Store) linkedOrders(ctx context.Context, cid int64) (int64, error) {
 // repairLinks checks the customers' links against the orders: an order
 // that links a customer without an entry there is Missing (with fix, the
 // entry is added); an entry older than linkAge whose order does not link
-// the customer is Stale (with fix, dropped as a delete drops it). With
+// the customer is a hold left behind, counted in Holds (with fix, dropped
+// as a delete drops it). With
 // fix, an order found linking a customer that is not stored is Dangling
 // (and left alone).
 func (s *Store) repairLinks(ctx context.Context, fix bool, r *RepairReport) error {
@@ -408,7 +409,7 @@ func (s *Store) repairLinks(ctx context.Context, fix bool, r *RepairReport) erro
 			}
 			for oid, v := range c.unbacked {
 				if !fix {
-					r.Stale++
+					r.Holds++
 					continue
 				}
 				linked, err := s.dropUnlinked(ctx, cid, oid, holdTokens(v))
@@ -418,8 +419,7 @@ func (s *Store) repairLinks(ctx context.Context, fix bool, r *RepairReport) erro
 				if linked {
 					r.InFlight++
 				} else {
-					r.Stale++
-					r.Fixed++
+					r.Holds++
 				}
 			}
 		}
