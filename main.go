@@ -4,7 +4,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"embed"
 	"errors"
@@ -20,7 +19,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -203,7 +201,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return err
 	}
-	logOut := newBufferedLog(stdout)
+	logOut := routes.NewLogWriter(stdout)
 	defer logOut.Close()
 	var handler slog.Handler = slog.NewTextHandler(logOut, nil)
 	if cfg.logFormat == "json" {
@@ -520,52 +518,4 @@ func clusterNode(rdb *redis.Client) bool {
 	defer cancel()
 	info, err := rdb.Info(ctx, "cluster").Result()
 	return err == nil && strings.Contains(info, "cluster_enabled:1")
-}
-
-// bufferedLog buffers log lines and writes them out every 100 ms (and when
-// 32 KiB are waiting, and on Close), so a busy server makes a few write
-// calls a second instead of one per request. A crash loses at most the
-// last 100 ms of log lines.
-type bufferedLog struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
-}
-
-func newBufferedLog(w io.Writer) *bufferedLog {
-	l := &bufferedLog{w: bufio.NewWriterSize(w, 32<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				l.flush()
-			case <-l.stop:
-				l.flush()
-				return
-			}
-		}
-	}()
-	return l
-}
-
-func (l *bufferedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *bufferedLog) flush() {
-	l.mu.Lock()
-	_ = l.w.Flush()
-	l.mu.Unlock()
-}
-
-// Close writes what is waiting and stops the flusher.
-func (l *bufferedLog) Close() {
-	close(l.stop)
-	<-l.done
 }

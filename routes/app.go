@@ -160,6 +160,10 @@ func New(cfg Config) (*fiber.App, error) {
 		TrustedProxies:          proxyList(cfg.TrustedProxies),
 	})
 	h.routes = &routeTable{app: app}
+	h.feeds = make(map[string]store.Feed, len(resources))
+	for _, r := range resources {
+		h.feeds[r.Feed] = cfg.Store.Feed(r.Feed)
+	}
 
 	h.edge(app, cfg)
 	app.Get("/public/*", static.serve)
@@ -172,16 +176,9 @@ func New(cfg Config) (*fiber.App, error) {
 	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	feeds := map[string]store.Feed{}
 	for _, r := range resources {
-		feeds[r.Feed] = cfg.Store.Feed(r.Feed)
-		app.Get(r.EventsPath(), live.events(feeds[r.Feed]))
+		app.Get(r.EventsPath(), live.events(h.feeds[r.Feed]))
 	}
-	// A page starts its stream where the page was rendered (liveAfter).
-	app.Use(func(c *fiber.Ctx) error {
-		c.Locals(feedsKey, feeds)
-		return c.Next()
-	})
 	apis := make([]apiResource, 0, len(resources))
 	for _, r := range resources {
 		hs := r.serve(h)
@@ -233,6 +230,9 @@ type handlers struct {
 	metrics *Metrics
 	// routes: the application's routes, to name the one a request took.
 	routes *routeTable
+	// feeds are the resources' event feeds by name: a page starts its
+	// stream where the page was rendered (liveAfter).
+	feeds map[string]store.Feed
 	// limits are the throttles shared through Redis; proxies name the
 	// client behind a trusted proxy.
 	limits  store.Limiter

@@ -7,7 +7,9 @@ package routes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -75,7 +77,7 @@ var customerFields = fields[store.CustomerInput]{
 var customerListing = &listing{
 	Title:   "Customers",
 	Sorts:   store.CustomerSorts,
-	Columns: map[string]store.Sort{"name": "name", "created": "-created"},
+	Columns: map[string]store.Sort{"name": "name", "created": "-created", "last_order": "-last_order"},
 	Words: func(s store.Sort) string {
 		switch s {
 		case "name":
@@ -84,6 +86,8 @@ var customerListing = &listing{
 			return "by name, Z to A"
 		case "created":
 			return "oldest first"
+		case "-last_order":
+			return "by last order, newest first"
 		}
 		return "newest first"
 	},
@@ -99,19 +103,78 @@ func customerMembers(s store.Customers) *members[store.Customer, store.CustomerI
 // customerMember is the customer's recordStore and memberPages.
 type customerMember struct{ s store.Customers }
 
-// get reads the customer with its newest orders, which its page lists.
 func (m customerMember) get(ctx context.Context, id int64) (*store.Customer, error) {
-	c, err := m.s.GetCustomer(ctx, id)
+	return m.s.GetCustomer(ctx, id)
+}
+
+// derived names what the customer's representations show of its orders
+// (the count, the last order, the totals, the page of orders): a hash of
+// them, so that an order linked, changed or unlinked changes the
+// customer's ETags though not its version.
+func (customerMember) derived(cu *store.Customer) string {
+	b, _ := json.Marshal([]any{cu.OrderCount, cu.LastOrderAt, cu.Totals, cu.Orders})
+	h := fnv.New64a()
+	h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// shown reads the customer with the page of its orders, newest first,
+// that ordersPage names: its page lists them, ordersPerPage at a time.
+func (m customerMember) shown(c *fiber.Ctx, id int64) (*store.Customer, error) {
+	page, err := ordersPage(c)
 	if err != nil {
 		return nil, err
 	}
-	recent, err := m.s.CustomerOrders(ctx, id, 1, recentOrders)
-	c.Recent = recent.Orders
-	return c, err
+	cu, err := m.s.GetCustomer(c.UserContext(), id)
+	if err != nil {
+		return nil, err
+	}
+	got, err := m.s.CustomerOrders(c.UserContext(), id, page, ordersPerPage)
+	if err != nil {
+		return nil, err
+	}
+	p := &store.CustomerOrderPage{Orders: make([]store.OrderSummary, len(got.Orders)), Page: page,
+		PerPage: ordersPerPage, Total: got.Total}
+	for i := range got.Orders {
+		p.Orders[i] = got.Orders[i].Summary()
+	}
+	at := func(n int64) *string {
+		u := customerResource.MemberPath(id)
+		if n > 1 {
+			u += "?" + ordersPageParam + "=" + strconv.FormatInt(n, 10)
+		}
+		return &u
+	}
+	last := (got.Total + ordersPerPage - 1) / ordersPerPage
+	if page > 1 && last > 0 {
+		p.Prev = at(min(int64(page)-1, last))
+	}
+	if int64(page) < last {
+		p.Next = at(int64(page) + 1)
+	}
+	cu.Orders = p
+	return cu, nil
 }
 
-// recentOrders is how many of a customer's orders its page lists.
-const recentOrders = 10
+// ordersPageParam is the query parameter that names the page of a
+// customer's orders its page shows (from 1; absent: the first).
+const ordersPageParam = "orders_page"
+
+// ordersPerPage is how many of a customer's orders its page lists at once.
+const ordersPerPage = 10
+
+// ordersPage reads ordersPageParam: a whole number from 1, or absent.
+func ordersPage(c *fiber.Ctx) (int, error) {
+	raw := strings.TrimSpace(c.Query(ordersPageParam))
+	if raw == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		return 0, badRequest("%s must be a whole number from 1", ordersPageParam)
+	}
+	return min(n, 1<<30), nil
+}
 
 func (m customerMember) create(ctx context.Context, in store.CustomerInput) (*store.Customer, error) {
 	return m.s.CreateCustomer(ctx, in)

@@ -184,6 +184,17 @@ func TestCustomerListQuery(t *testing.T) {
 			}
 		}
 		a.get(t, "/customers?sort=sku", testutil.HJSON).WantStatus(t, http.StatusBadRequest)
+		// By last order: the customers with orders, newest order first,
+		// then the others by id.
+		if got := ids("sort=-last_order"); !slices.Equal(got, []int64{ada.ID, grace.ID, zed.ID}) {
+			t.Errorf("/customers?sort=-last_order without orders: %v, want %v", got, []int64{ada.ID, grace.ID, zed.ID})
+		}
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Zed Ada", "customer_id": zed.ID}), testutil.HJSON).
+			WantStatus(t, http.StatusCreated)
+		if got := ids("sort=-last_order"); !slices.Equal(got, []int64{zed.ID, ada.ID, grace.ID}) {
+			t.Errorf("/customers?sort=-last_order after an order for Zed: %v, want %v", got, []int64{zed.ID, ada.ID, grace.ID})
+		}
+		a.get(t, "/customers?sort=-last_order", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "by last order, newest first")
 		a.get(t, "/customers?q=lovelace", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "Ada Lovelace").WantLacks(t, "Grace Hopper")
 	})
 }
@@ -354,5 +365,119 @@ func TestOrderFormShowsARefusedCustomerLink(t *testing.T) {
 		// The customer's own message comes first.
 		a.do(t, http.MethodPost, "/orders", testutil.Form("customer", " ", "customer_id", "999"), testutil.HPage).
 			WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, `<small id="customer-err" class="error-text">Customer is required</small>`)
+	})
+}
+
+// TestCustomerPageShowsItsOrdersAPageAtATime: the customer's page lists
+// its orders newest first, ten at a time; orders_page names the page, in
+// the page, its fragment and its JSON alike, with links to the pages
+// around it and the total. A value that is not a page number is a 400.
+func TestCustomerPageShowsItsOrdersAPageAtATime(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace"})
+		var ids []int64 // newest first
+		for range 25 {
+			var o struct {
+				ID int64 `json:"id"`
+			}
+			a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+				"items": []any{item("Widget", 1, "2.00")}}), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
+			ids = append([]int64{o.ID}, ids...)
+		}
+		member := customerResource.MemberPath(ada.ID)
+		var c struct {
+			Orders struct {
+				Orders []struct {
+					ID int64 `json:"id"`
+				} `json:"orders"`
+				Page    int     `json:"page"`
+				PerPage int     `json:"per_page"`
+				Total   int64   `json:"total"`
+				Prev    *string `json:"prev"`
+				Next    *string `json:"next"`
+			} `json:"orders"`
+		}
+		a.get(t, member+"?orders_page=2", testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		p := c.Orders
+		var got []int64
+		for _, o := range p.Orders {
+			got = append(got, o.ID)
+		}
+		if !slices.Equal(got, ids[10:20]) || p.Page != 2 || p.PerPage != 10 || p.Total != 25 ||
+			p.Prev == nil || *p.Prev != member || p.Next == nil || *p.Next != member+"?orders_page=3" {
+			t.Errorf("GET %s?orders_page=2: orders %v page %d of %d per %d, prev %v next %v; want orders %v, page 2 of 25 per 10, prev %s, next %s?orders_page=3",
+				member, got, p.Page, p.Total, p.PerPage, p.Prev, p.Next, ids[10:20], member, member)
+		}
+		for _, h := range []testutil.H{testutil.HPage, testutil.HHX} {
+			a.get(t, member+"?orders_page=2", h).WantStatus(t, http.StatusOK).
+				WantContains(t, `rel="prev" href="`+member+`"`, `rel="next" href="`+member+`?orders_page=3"`,
+					`hx-select="#customer-orders"`, "25 orders in all", ">Order "+itoa(ids[10])+"<", ">Order "+itoa(ids[19])+"<").
+				WantLacks(t, ">Order "+itoa(ids[9])+"<", ">Order "+itoa(ids[20])+"<")
+		}
+		a.get(t, member+"?orders_page=3", testutil.HJSON).WantStatus(t, http.StatusOK).JSON(t, &c)
+		if len(c.Orders.Orders) != 5 || c.Orders.Next != nil || c.Orders.Prev == nil || *c.Orders.Prev != member+"?orders_page=2" {
+			t.Errorf("GET %s?orders_page=3: %d orders, prev %v, next %v; want the 5 oldest, prev page 2, no next",
+				member, len(c.Orders.Orders), c.Orders.Prev, c.Orders.Next)
+		}
+		a.get(t, member, testutil.HPage).WantStatus(t, http.StatusOK).
+			WantContains(t, ">Order "+itoa(ids[0])+"<", `rel="next" href="`+member+`?orders_page=2"`).WantLacks(t, `rel="prev"`)
+		for _, bad := range []string{"x", "0", "-1", "1.5"} {
+			r := a.get(t, member+"?orders_page="+bad, testutil.HJSON).WantStatus(t, http.StatusBadRequest)
+			if msg, _ := r.Object(t)["error"].(string); !strings.Contains(msg, "orders_page must be a whole number") {
+				t.Errorf("%s: error %q, want it to say orders_page must be a whole number", r.What, msg)
+			}
+			a.get(t, member+"?orders_page="+bad, testutil.HPage).WantStatus(t, http.StatusBadRequest).
+				WantContains(t, "orders_page must be a whole number")
+		}
+	})
+}
+
+// A customer's representations show its orders, which change without the
+// customer's version: a browser or a program revalidating with the ETag
+// it holds gets the new figures, not a 304, once an order links it,
+// changes or leaves it, in every representation (a List row included).
+func TestCustomerETagsFollowItsOrders(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		ada := a.createCustomer(t, map[string]any{"name": "Ada Lovelace"})
+		member := customerResource.MemberPath(ada.ID)
+		targets := map[string]testutil.H{"page": testutil.HPage, "fragment": testutil.HHX, "JSON": testutil.HJSON,
+			"List row": testutil.HHX.With(testutil.H{"HX-Target": customerResource.RowID(ada.ID)})}
+		held := map[string]string{}
+		hold := func(what string) {
+			t.Helper()
+			for name, h := range targets {
+				r := a.get(t, member, h).WantStatus(t, http.StatusOK)
+				tag := r.Header.Get("ETag")
+				if tag == "" {
+					t.Fatalf("%s, the %s: no ETag", what, name)
+				}
+				a.get(t, member, h.With(testutil.H{"If-None-Match": tag})).WantStatus(t, http.StatusNotModified)
+				held[name] = tag
+			}
+		}
+		wantChanged := func(what string) {
+			t.Helper()
+			for name, h := range targets {
+				r := a.get(t, member, h.With(testutil.H{"If-None-Match": held[name]}))
+				if r.Status != http.StatusOK || r.Header.Get("ETag") == held[name] {
+					t.Errorf("after %s, the %s with the ETag held before (%s): %d, ETag %s; want 200 and a new ETag",
+						what, name, held[name], r.Status, r.Header.Get("ETag"))
+				}
+			}
+		}
+		hold("before any order")
+		var o orderJSON
+		a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Ada Lovelace", "customer_id": ada.ID,
+			"items": []any{item("Widget", 1, "2.00")}}), testutil.HJSON).WantStatus(t, http.StatusCreated).JSON(t, &o)
+		wantChanged("an order linked it")
+		hold("with one order")
+		a.update(t, o.ID, map[string]any{"items": []any{item("Widget", 3, "2.00")}, "version": o.Version})
+		wantChanged("its order's total changed")
+		hold("with the order changed")
+		a.update(t, o.ID, map[string]any{"customer_id": "", "version": o.Version + 1})
+		wantChanged("its order left it")
+		if got := a.get(t, member, testutil.HJSON).Header.Get("ETag"); !strings.Contains(got, "v1-") {
+			t.Errorf("customer ETag %s: the customer's version is still 1", got)
+		}
 	})
 }

@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -47,7 +48,7 @@ import (
 // metrics, the error handler run for the status logged), recoverPanics,
 // closeUnreadBody, checkFraming, checkHost, basicAuth (when configured),
 // readBody (within the budget), guardWrites, methodOverride, and the
-// request's deadline against Redis.
+// request's deadline against Redis (with the feeds liveAfter reads).
 func (h *handlers) edge(app *fiber.App, cfg Config) {
 	app.Server().Handler = h.bodies.returnBodies(refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler))
 	app.Server().HeaderReceived = func(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
@@ -86,6 +87,7 @@ func (h *handlers) edge(app *fiber.App, cfg Config) {
 	}
 	app.Use(h.readBody, h.guardWrites, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
+		c.Locals(feedsKey, h.feeds)
 		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
 		defer cancel()
 		c.SetUserContext(ctx)
@@ -1473,4 +1475,53 @@ func responseBytes(c *fiber.Ctx) int {
 		return max(r.Header.ContentLength(), -1)
 	}
 	return len(c.Response().Body())
+}
+
+// LogWriter buffers the log's lines (one a request: the access log) and
+// writes them out every 100 ms (and when 32 KiB are waiting, and on
+// Close), so a busy server makes a few write calls a second instead of
+// one per request. A crash loses at most the last 100 ms of log lines.
+type LogWriter struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewLogWriter starts a LogWriter writing to w.
+func NewLogWriter(w io.Writer) *LogWriter {
+	l := &LogWriter{w: bufio.NewWriterSize(w, 32<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				l.flush()
+			case <-l.stop:
+				l.flush()
+				return
+			}
+		}
+	}()
+	return l
+}
+
+func (l *LogWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *LogWriter) flush() {
+	l.mu.Lock()
+	_ = l.w.Flush()
+	l.mu.Unlock()
+}
+
+// Close writes what is waiting and stops the flusher.
+func (l *LogWriter) Close() {
+	close(l.stop)
+	<-l.done
 }

@@ -734,13 +734,13 @@ func TestHistoryETag(t *testing.T) {
 		}
 		old := tags()
 		for name, want := range map[string]string{"page": `"` + prefix + `page-h1"`, "fragment": `"` + prefix + `fragment-h1"`, "json": `"` + prefix + `json"`} {
-			if old[name] != want {
+			if plainTag(old[name]) != want {
 				t.Errorf("the %s's ETag is %s, want %s", name, old[name], want)
 			}
 		}
 		a.do(t, http.MethodPost, s.R.HistoryPath(m.ID), testutil.JSON(map[string]any{"note": "Behind a 304?"}), testutil.HJSON).WantStatus(t, http.StatusCreated)
 		now := tags()
-		if now["page"] == old["page"] || now["fragment"] == old["fragment"] || now["page"] != `"`+prefix+`page-h2"` {
+		if now["page"] == old["page"] || now["fragment"] == old["fragment"] || plainTag(now["page"]) != `"`+prefix+`page-h2"` {
 			t.Errorf("after a note the page's ETag is %s (was %s), the fragment's %s (was %s); want both to name the new head (h2)",
 				now["page"], old["page"], now["fragment"], old["fragment"])
 		}
@@ -770,7 +770,7 @@ func TestHistoryETag(t *testing.T) {
 		for name, h := range map[string]testutil.H{"page": testutil.HPage, "json": testutil.HJSON} {
 			a.get(t, p, h.With(testutil.H{"If-None-Match": now[name]})).WantStatus(t, http.StatusOK)
 		}
-		if tg := a.get(t, p, testutil.HPage).Header.Get("ETag"); tg != `"`+s.R.ETagPrefix+itoa(m.ID)+`v2-page-h3"` {
+		if tg := plainTag(a.get(t, p, testutil.HPage).Header.Get("ETag")); tg != `"`+s.R.ETagPrefix+itoa(m.ID)+`v2-page-h3"` {
 			t.Errorf("after a change the page's ETag is %s, want v2 and h3", tg)
 		}
 	})

@@ -292,6 +292,35 @@ func (l *listView) URL() string { return l.PageURL(l.Page.Page) }
 // LastURL is the URL of the last page (a page past the end links to it).
 func (l *listView) LastURL() string { return l.PageURL(int(min(l.Pages, 1<<30))) }
 
+// newestFirst says the list is sorted by creation or last change, newest
+// first: a member created now is on its first page.
+func (l *listView) newestFirst() bool {
+	return l.Sort == store.SortCreatedDesc || l.Sort == store.SortUpdatedDesc
+}
+
+// LiveNewURL is where the live updates' "show" goes for members created
+// elsewhere: the first page when they come first (another page fetched
+// again would only have its rows pushed along), else this page again.
+func (l *listView) LiveNewURL() string {
+	if l.newestFirst() {
+		return l.PageURL(1)
+	}
+	return l.URL()
+}
+
+// LiveNewUnsure says why members created elsewhere may not show here, which
+// an event cannot judge: "search" (they may not match it), "page" (under
+// a sort that puts them anywhere, on another page), or "".
+func (l *listView) LiveNewUnsure() string {
+	switch {
+	case strings.TrimSpace(l.Q) != "":
+		return "search"
+	case !l.newestFirst() && (l.Prev != "" || l.Next != ""):
+		return "page"
+	}
+	return ""
+}
+
 // KeepSort says the search form carries the sort: a List sorted by one of
 // its column headers (the Inquiry's sort is a field of the form).
 func (l *listView) KeepSort() bool { return !l.Inquiry && l.Sort != l.listing.Sorts[0] }
@@ -339,13 +368,19 @@ func (l *listView) sortedBy(field string) bool {
 }
 
 // SortURL is the target of a column header: page 1 sorted by field, the
-// other way round when it is already sorted by field.
+// other way round when it is already sorted by field (and the List sorts
+// by it both ways).
 func (l *listView) SortURL(field string) string {
+	return l.url(1, l.columnSort(field), l.PerPage)
+}
+
+// columnSort is the sort field's header asks for.
+func (l *listView) columnSort(field string) store.Sort {
 	s := l.listing.Columns[field]
-	if l.sortedBy(field) {
+	if l.sortedBy(field) && validSort(l.listing.Sorts, reverse(l.Sort)) {
 		s = reverse(l.Sort)
 	}
-	return l.url(1, s, l.PerPage)
+	return s
 }
 
 func reverse(s store.Sort) store.Sort {
@@ -370,11 +405,7 @@ func (l *listView) AriaSort(field string) string {
 // SortHint says what activating field's header does, for screen readers
 // and as the link's tooltip.
 func (l *listView) SortHint(field string) string {
-	s := l.listing.Columns[field]
-	if l.sortedBy(field) {
-		s = reverse(l.Sort)
-	}
-	return "sort " + l.listing.Words(s)
+	return "sort " + l.listing.Words(l.columnSort(field))
 }
 
 // orderSortWords says an order sort in words: "newest first".

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"orders/store"
 )
 
 // listPage is the List or Inquiry JSON.
@@ -244,5 +246,37 @@ func wantLink(t *testing.T, name string, link *string, wantPath string, wantQuer
 	q.Del("page")
 	if u.Path != wantPath || q.Encode() != wantQuery.Encode() || page != wantPage {
 		t.Errorf("%s: got %q, want page %d of %s?%s", name, *link, wantPage, wantPath, wantQuery.Encode())
+	}
+}
+
+// TestListSaysWhereNewMembersShow: the results tell the live updates where
+// members created elsewhere would show: on the first page under a newest
+// first sort (show goes there), on any page under another sort, and maybe
+// not at all under a search.
+func TestListSaysWhereNewMembersShow(t *testing.T) {
+	page := func(s store.Sort, q string, n int, more bool) *listView {
+		l := &listView{listing: orderListing, Path: "/orders", Sort: s, Q: q, PerPage: 10, Page: listResult{Page: n}}
+		if more {
+			l.Next = "more"
+		}
+		return l
+	}
+	for _, c := range []struct {
+		name         string
+		l            *listView
+		show, unsure string
+	}{
+		{"newest first, page 3", page(store.SortCreatedDesc, "", 3, true), "/orders?per_page=10", ""},
+		{"last changed first, page 1", page(store.SortUpdatedDesc, "", 1, true), "/orders?per_page=10&sort=-updated", ""},
+		{"by customer, more pages", page(store.SortCustomer, "", 2, true), "/orders?page=2&per_page=10&sort=customer", "page"},
+		{"by customer, one page", page(store.SortCustomer, "", 1, false), "/orders?per_page=10&sort=customer", ""},
+		{"a search", page(store.SortCreatedDesc, "ada", 2, false), "/orders?per_page=10&q=ada", "search"},
+	} {
+		if got := c.l.LiveNewURL(); got != c.show {
+			t.Errorf("%s: show goes to %s, want %s", c.name, got, c.show)
+		}
+		if got := c.l.LiveNewUnsure(); got != c.unsure {
+			t.Errorf("%s: unsure %q, want %q", c.name, got, c.unsure)
+		}
 	}
 }

@@ -360,11 +360,13 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 	}
 }
 
-// notModifiedAt is notModified for a representation that also shows the
-// member's history, whose newest entry is head (a note changes it, not
-// the version): an If-None-Match tag of the same version and the same
-// history ("o7v3-page-h12", any representation and coding) matches.
-func (r *resource) notModifiedAt(c *fiber.Ctx, id, version int64, head string) bool {
+// notModifiedAt is notModified for a representation that also shows what
+// changes without the member's version: its history, whose newest entry
+// is head (a note changes it), or figures derived from other records (a
+// customer's orders). An If-None-Match tag of the same version that
+// carries every one of parts ("o7v3-page-h12": parts "h12") matches, in
+// any representation and coding.
+func (r *resource) notModifiedAt(c *fiber.Ctx, id, version int64, parts ...string) bool {
 	inm := c.Get(fiber.HeaderIfNoneMatch)
 	prefix := r.ETagPrefix + strconv.FormatInt(id, 10) + "v" + strconv.FormatInt(version, 10) + "-"
 	for _, t := range strings.Split(inm, ",") {
@@ -376,10 +378,9 @@ func (r *resource) notModifiedAt(c *fiber.Ctx, id, version int64, head string) b
 		if !ok {
 			continue
 		}
-		for _, part := range strings.Split(rest, "-") {
-			if part == "h"+head {
-				return true
-			}
+		has := strings.Split(rest, "-")
+		if !slices.ContainsFunc(parts, func(p string) bool { return !slices.Contains(has, p) }) {
+			return true
 		}
 	}
 	return false
@@ -500,15 +501,35 @@ func (m *members[T, In]) handlers(list handler, views map[string]handler) resour
 		API: m.api(m.R.Listing, slices.Sorted(maps.Keys(views))...)}
 }
 
+// shownStore is a recordStore whose record page reads more than the
+// record, chosen by the request's query (a customer's page of orders):
+// Show reads through shown, which answers a bad query with its error.
+type shownStore[T any] interface {
+	shown(c *fiber.Ctx, id int64) (*T, error)
+}
+
+// derivedStore is a recordStore whose representations show figures
+// derived from other records (a customer's order count, totals and page
+// of orders), which change without the record's version: derived names
+// their state, and ETags and 304s follow it.
+type derivedStore[T any] interface {
+	derived(rec *T) string
+}
+
 // member reads the id from the path and the stored record, for the member
 // GETs. A record that is gone is answered by gone (gone.go): then it
 // returns neither a record nor an error, but that answer.
 func (m *members[T, In]) member(c *fiber.Ctx, rp repr) (*T, *response, error) {
+	return m.memberBy(c, rp, func(id int64) (*T, error) { return m.store.get(c.UserContext(), id) })
+}
+
+// memberBy is member reading the record with get.
+func (m *members[T, In]) memberBy(c *fiber.Ctx, rp repr, get func(id int64) (*T, error)) (*T, *response, error) {
 	id, err := m.R.parseID(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, err := m.store.get(c.UserContext(), id)
+	rec, err := get(id)
 	if err != nil {
 		out, err := gone(c, rp, m.R, id, err)
 		return nil, out, err
@@ -534,7 +555,11 @@ func (m *members[T, In]) formView(f memberForm[In], cur *T, id int64) *view {
 }
 
 func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
-	rec, gone, err := m.member(c, rp)
+	get := func(id int64) (*T, error) { return m.store.get(c.UserContext(), id) }
+	if s, ok := m.store.(shownStore[T]); ok {
+		get = func(id int64) (*T, error) { return s.shown(c, id) }
+	}
+	rec, gone, err := m.memberBy(c, rp, get)
 	if rec == nil {
 		return gone, err
 	}
@@ -549,6 +574,7 @@ func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
 		out.Partial, part = m.R.Partial("delete"), "delete"
 		out.View.Title = "Delete " + m.R.Name + " " + strconv.FormatInt(id, 10) + "?"
 	}
+	var parts []string
 	if part == "" && rp != reprJSON {
 		// The page shows the latest history: a note (which changes no
 		// version) changes the page, and its ETag.
@@ -557,13 +583,22 @@ func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
 			return nil, err
 		}
 		out.View.History = h
-		part = "h" + h.Head()
+		parts = append(parts, "h"+h.Head())
+	}
+	if d, ok := m.store.(derivedStore[T]); ok {
+		parts = append(parts, "d"+d.derived(rec))
+	}
+	if len(parts) == 0 {
 		out.ETag = m.R.etag(id, version, rp, part)
-		out.NotModified = m.R.notModifiedAt(c, id, version, h.Head())
+		out.NotModified = m.R.notModified(c, id, version)
 		return out, nil
 	}
-	out.ETag = m.R.etag(id, version, rp, part)
-	out.NotModified = m.R.notModified(c, id, version)
+	tag := strings.Join(parts, "-")
+	if part != "" {
+		tag = part + "-" + tag
+	}
+	out.ETag = m.R.etag(id, version, rp, tag)
+	out.NotModified = m.R.notModifiedAt(c, id, version, parts...)
 	return out, nil
 }
 

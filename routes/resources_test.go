@@ -386,7 +386,7 @@ func TestResourceInlineRow(t *testing.T) {
 		r := a.get(t, s.R.MemberPath(m.ID), row).WantStatus(t, http.StatusOK).WantNegotiated(t)
 		starts(r, rowStart+` data-live="row"`)
 		r.WantLacks(t, `id="`+s.show+`"`, "<title>")
-		if et := r.Header.Get("ETag"); !strings.HasSuffix(et, `-fragment-row"`) {
+		if et := plainTag(r.Header.Get("ETag")); !strings.HasSuffix(et, `-fragment-row"`) {
 			t.Errorf("%s: ETag %q, want the row's own", r.What, et)
 		}
 		// Another member's row target is not this member's row.
@@ -513,8 +513,20 @@ func TestResourceETag(t *testing.T) {
 		a.do(t, http.MethodPut, path, testutil.JSON(map[string]any{s.field: "By star"}), testutil.HJSON.With(testutil.H{"If-Match": "*"})).WantStatus(t, http.StatusOK)
 		// The old ETag no longer matches.
 		r := a.get(t, path, testutil.HJSON.With(testutil.H{"If-None-Match": tags["json"]})).WantStatus(t, http.StatusOK)
-		r.WantHeader(t, "ETag", s.R.etag(m.ID, 4, reprJSON, ""))
+		if got, want := plainTag(r.Header.Get("ETag")), s.R.etag(m.ID, 4, reprJSON, ""); got != want {
+			t.Errorf("%s: ETag %s, want %s", r.What, got, want)
+		}
 	})
+}
+
+// plainTag is an ETag without the part that names figures derived from
+// other records ("-d…", a customer's orders: TestCustomerETagsFollowItsOrders).
+func plainTag(tag string) string {
+	if i := strings.LastIndex(tag, "-d"); i > 0 && strings.HasSuffix(tag, `"`) &&
+		strings.Trim(tag[i+2:len(tag)-1], "0123456789abcdefghijklmnopqrstuvwxyz") == "" {
+		return tag[:i] + `"`
+	}
+	return tag
 }
 
 // TestResourceConflict: a stale version in the body is 409: JSON with the

@@ -56,9 +56,23 @@ type Customer struct {
 	OrderCount  int64           `json:"order_count"`
 	LastOrderAt *time.Time      `json:"last_order_at"`
 	Totals      []CurrencyTotal `json:"totals,omitempty"`
-	// Recent are its newest orders, when a reader asked for them
-	// (CustomerOrders): the customer's page lists them.
-	Recent []Order `json:"-"`
+	// Orders is one page of its orders, newest first, when a reader asked
+	// for it (CustomerOrders): the customer's page lists them.
+	Orders *CustomerOrderPage `json:"orders,omitempty"`
+}
+
+// CustomerOrderPage is one page of a customer's orders, newest first, in
+// the shape of every page of a list: the entries, then where the page
+// lies. Prev and Next are the addresses of the pages around it (nil: none),
+// which whoever shows the page fills in.
+type CustomerOrderPage struct {
+	Orders            []OrderSummary `json:"orders"`
+	Page              int            `json:"page"`
+	PerPage           int            `json:"per_page"`
+	Total             int64          `json:"total"`
+	TotalIsLowerBound bool           `json:"total_is_lower_bound"`
+	Prev              *string        `json:"prev"`
+	Next              *string        `json:"next"`
 }
 
 // CurrencyTotal is an amount in one currency.
@@ -214,7 +228,7 @@ func CustomerDigits(phone string) string {
 }
 
 // CustomerSorts are the sorts of the customer list; the first is the default.
-var CustomerSorts = []Sort{"name", "-name", "-created", "created"}
+var CustomerSorts = []Sort{"name", "-name", "-created", "created", "-last_order"}
 
 // CustomerQuery is a page of the customer list: each term of q matches a
 // customer's id, the start of any word of its name or company, the start

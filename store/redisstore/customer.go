@@ -26,6 +26,7 @@ import (
 //	cu:{c}:email:<email lower> the id that holds the email
 //	cx:{c}:created             by created time, score timeScore, member the id
 //	cx:{c}:name                by name, member "name NUL inverted-id" (lex)
+//	cx:{c}:last_order          by last order, score its newest order's timeScore (last_order.go)
 //	c:{c}:<id>:links           hash: the orders that link the customer or are being linked to it (links.go)
 //	cx:{c}:w:<c>, cx:{c}:w:<c>:<L> search terms (the words of the name and the company, the email, the phone's digits) and their dup sets, as orders' (search.go)
 
@@ -238,26 +239,34 @@ func (s *Store) ordered(ctx context.Context, c *store.Customer) error {
 
 // customerOrders names the index of a customer's orders: one entry per
 // order that links the customer (an index entry of the order), member
-// "created time NUL inverted order id", so its order is the orders' by
-// created time.
+// "inverted created time NUL inverted order id", so that the index in
+// ascending order is the orders newest first, those of one second by id,
+// highest first.
 func (s *Store) customerOrders(id int64) string {
 	return s.prefix + "ix:{w}:customer:" + strconv.FormatInt(id, 10)
 }
 
-// customerOrderMember is order o's entry in its customer's orders index.
+// customerOrderMember is order o's entry in its customer's orders index:
+// the created time as invertedTime minus its Unix seconds, in 12 digits.
 func customerOrderMember(o *store.Order) string {
 	b := make([]byte, 0, 24)
-	b = append(b, fmt.Sprintf("%012d", o.CreatedAt.Unix())...)
+	b = append(b, fmt.Sprintf("%012d", invertedTime-o.CreatedAt.Unix())...)
 	b = append(b, 0)
 	return string(appendInvID(b, o.ID))
 }
 
-// customerRef is a customer id as an order's history shows it ("" for none).
-func customerRef(id int64) string {
-	if id == 0 {
-		return ""
+// invertedTime is the Unix second the customer orders index counts back
+// from (in the year 33658).
+const invertedTime = 999999999999
+
+// customerOrderTime is the created time of the order whose entry in a
+// customer's orders index is m.
+func customerOrderTime(m string) (time.Time, bool) {
+	v, err := strconv.ParseInt(m[:min(12, len(m))], 10, 64)
+	if err != nil {
+		return time.Time{}, false
 	}
-	return strconv.FormatInt(id, 10)
+	return time.Unix(invertedTime-v, 0).UTC(), true
 }
 
 // orderFacts sets the order count and the last order's time of each
@@ -271,7 +280,7 @@ func (s *Store) orderFacts(ctx context.Context, cs []*store.Customer) error {
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cs {
 			counts[i] = p.ZCard(ctx, s.customerOrders(c.ID))
-			newest[i] = p.ZRevRange(ctx, s.customerOrders(c.ID), 0, 0)
+			newest[i] = p.ZRange(ctx, s.customerOrders(c.ID), 0, 0)
 		}
 		return nil
 	})
@@ -281,8 +290,7 @@ func (s *Store) orderFacts(ctx context.Context, cs []*store.Customer) error {
 	for i, c := range cs {
 		c.OrderCount = counts[i].Val()
 		if m := newest[i].Val(); len(m) == 1 {
-			if at, err := strconv.ParseInt(m[0][:min(12, len(m[0]))], 10, 64); err == nil {
-				t := time.Unix(at, 0).UTC()
+			if t, ok := customerOrderTime(m[0]); ok {
 				c.LastOrderAt = &t
 			}
 		}
@@ -301,7 +309,7 @@ func (s *Store) CustomerOrders(ctx context.Context, id int64, page, perPage int)
 	start := int64(page-1) * int64(perPage)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		n = p.ZCard(ctx, key)
-		members = p.ZRevRange(ctx, key, start, start+int64(perPage)-1)
+		members = p.ZRange(ctx, key, start, start+int64(perPage)-1)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -481,7 +489,7 @@ const customerSeedScan = 10000
 // several terms examine at most MaxCandidates customers. Each customer
 // has its order count and last order.
 func (s *Store) ListCustomers(ctx context.Context, q store.CustomerQuery) (store.CustomerPage, error) {
-	l := termList[store.Customer]{k: customerKind, sorts: store.CustomerSorts, sorted: s.customerIndex,
+	l := termList[store.Customer]{k: customerKind, sorts: store.CustomerSorts, sorted: s.customerIndex, scored: []string{"last_order"},
 		termSet: s.customerTermSet, dupSet: s.customerDupSet, terms: customerTerms,
 		keep: func(*store.Customer) bool { return true }, load: s.loadCustomers}
 	p, err := l.list(ctx, s, q.Q, q.Sort, q.Page, q.PerPage)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,40 +44,6 @@ import (
 // answer (gone, or the id now holds an entry with another token) is a
 // reset. Every instance reads the same entry, so every instance decides
 // the same way, with nothing kept in memory.
-
-// eventsKey is the kind's event stream: in the kind's slot when it has one.
-func (k *kind[T]) eventsKey(s *Store) string {
-	if k.slot != "" {
-		return s.prefix + k.name + ":{" + k.slot + "}:events"
-	}
-	return s.prefix + k.name + ":events"
-}
-
-// changeEvent is the event of a change from cur to next (nil, nil when
-// the kind has no events).
-func changeEvent[T any](k *kind[T], cur, next *T) (action string, data []byte) {
-	if k.event == nil {
-		return "", nil
-	}
-	switch {
-	case cur == nil:
-		return store.ActionCreated, k.event(next)
-	case next == nil:
-		return store.ActionDeleted, k.event(cur)
-	}
-	return store.ActionUpdated, k.event(next)
-}
-
-// queueEvent queues the XADD of an event (in a transaction, or alone),
-// with a token of its own (eventToken).
-func queueEvent(ctx context.Context, p redis.Cmdable, key, action string, data []byte) *redis.StringCmd {
-	return p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: store.EventsKept, Approx: true, ID: "*", Values: []any{"a", action, "d", data, "t", eventToken()}})
-}
-
-// eventToken is an entry's token: 64 random bits, so that an entry whose id
-// a forgetful Redis handed out again is told from the one a client saw.
-// Uniqueness is all it needs (no secret): the process's random source.
-func eventToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // publishAfter adds the event of a change whose transaction could not hold
 // it (a sharded kind), even past ctx's end: the write happened. Added

@@ -48,6 +48,17 @@ func (s *Store) orderKey(id int64) string {
 }
 func (s *Store) seqKey() string { return s.prefix + "seq" }
 
+// indexName returns m[st], or makes the name of a status m does not know.
+func indexName(m map[store.Status]string, st store.Status, prefix, base string) string {
+	if k, ok := m[st]; ok {
+		return k
+	}
+	if st == "" {
+		return prefix + base
+	}
+	return prefix + base + ":" + string(st)
+}
+
 // The created (ix:{id}:<status>), updated and total indexes exist per status
 // only: each sort's five sets share a hash tag, and a page of all statuses
 // merges them (mergeScript, list.go). Their members are decimal ids.
@@ -508,13 +519,11 @@ const maxRetries = 50
 // If-Match header requires (EPRECONDITION otherwise); in.Version is the
 // version a form or JSON body carries (ECONFLICT otherwise). A change that
 // changes nothing writes nothing and keeps the version. A change to the
-// customer it links is made under a hold of the new link, and drops the
-// old one after (links.go).
+// customer it links is made under a hold of the new link (links.go); the
+// old one is dropped after (orderRelinked).
 func (s *Store) UpdateOrder(ctx context.Context, id int64, in store.OrderInput, ifMatch int64) (*store.Order, error) {
-	var before int64 // the customer the order linked, as the write read it
 	update := func(ctx context.Context) (*store.Order, error) {
 		return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *store.Order) (store.Order, map[string]string) {
-			before = cur.CustomerID
 			return store.ApplyOrder(cur, in)
 		})
 	}
@@ -533,9 +542,6 @@ func (s *Store) UpdateOrder(ctx context.Context, id int64, in store.OrderInput, 
 			o, err = s.linking(ctx, cid, id, &id, update)
 		}
 	}
-	if err == nil && before != 0 && before != o.CustomerID {
-		s.releaseLink(ctx, before, id)
-	}
 	return o, err
 }
 
@@ -551,20 +557,9 @@ func sameOrder(a, b *store.Order) bool {
 
 // DeleteOrder removes order id, its items and its index entries. ifMatch, when
 // not 0, must equal the stored version (EPRECONDITION); so must version, the
-// one a form or JSON body carries (ECONFLICT). Its entry in its
-// customer's links is dropped after.
+// one a form or JSON body carries (ECONFLICT).
 func (s *Store) DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error {
-	var v *int64
-	if version != 0 {
-		v = &version
-	}
-	ch, err := write(ctx, s, orders, id, func(cur *store.Order) (*store.Order, error) {
-		return nil, checkVersions(orders, cur, id, ifMatch, v, true)
-	})
-	if err == nil && ch.Before != nil && ch.Before.CustomerID != 0 {
-		s.releaseLink(ctx, ch.Before.CustomerID, id)
-	}
-	return err
+	return deleteRecord(ctx, s, orders, id, ifMatch, version)
 }
 
 // OrderHistory is a page of order id's history, newest first, before the
@@ -577,4 +572,37 @@ func (s *Store) OrderHistory(ctx context.Context, id int64, cursor string, perPa
 // its version included, does not change.
 func (s *Store) AddOrderNote(ctx context.Context, id int64, note string) (*store.HistoryEntry, error) {
 	return noteOn(ctx, s, orders, id, note)
+}
+
+// customerRef is a customer id as an order's history shows it ("" for none).
+func customerRef(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+// orderRelinked places the customers an order write linked or unlinked
+// (created or deleted with a link, or moved between customers). The order
+// is written by then: a failure here is logged, and Repair sets the index
+// right (last_order.go). It lives beside the order's kind because every
+// order write runs it, most of them only to find no link changed.
+func (s *Store) orderRelinked(ctx context.Context, ch Change[store.Order]) {
+	var was, is int64
+	if ch.Before != nil {
+		was = ch.Before.CustomerID
+	}
+	if ch.After != nil {
+		is = ch.After.CustomerID
+	}
+	if was == is && ch.Before != nil && ch.After != nil {
+		return
+	}
+	if err := s.placeByLastOrder(ctx, was, is); err != nil {
+		s.log.Warn("placing customers by their last order failed; orders -repair sets it right", "customers", []int64{was, is}, "err", err)
+	}
+	if was != 0 && was != is {
+		// Its entry in the customer's links it left (links.go).
+		s.releaseLink(ctx, was, ch.Before.ID)
+	}
 }

@@ -71,6 +71,11 @@ func (s *Store) Repair(ctx context.Context, fix bool) (RepairReport, error) {
 			return r, wrap(err)
 		}
 	}
+	for _, k := range registry {
+		if err := k.repairDerived(ctx, s, fix, &r); err != nil {
+			return r, wrap(err)
+		}
+	}
 	// The customers' links, from the orders (links.go).
 	if err := s.repairLinks(ctx, fix, &r); err != nil {
 		return r, wrap(err)
@@ -587,9 +592,11 @@ func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(keys []str
 // ix:id and ix:name (each also per status); 4 has the created, updated and
 // total sets per status only, ix:name, and the search terms split by their
 // first character (3 was a development version); 5 splits the search terms
-// by status too. Repair moves the entries from a layout 4 term set into
-// layout 5's (an entry in a set its order does not belong in is stale).
-const Layout = "5"
+// by status too; 6 adds the customers by their last order and counts the
+// time down in a customer's orders index. Repair moves the entries from an
+// earlier layout's sets into this one's (an entry in a set its order does
+// not belong in is stale) and builds the customers by their last order.
+const Layout = "6"
 
 func (s *Store) layoutKey() string { return s.prefix + "layout" }
 

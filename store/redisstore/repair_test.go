@@ -51,7 +51,7 @@ func TestStaleIndexEntriesAreSkippedAndRepaired(t *testing.T) {
 			for i := 0; i < 50; i++ {
 				left = left[:0]
 				for _, key := range []string{"ix:{id}:pending", "ix:name", "ix:name:pending",
-					"ix:{up}:pending", "ix:{tot}:pending", "ix:{w}:g", "ix:{w}:m"} {
+					"ix:{up}:pending", "ix:{tot}:pending", "ix:{w}:pending:g", "ix:{w}:pending:m"} {
 					ms, err := tg.Client.ZRange(ctx, f.prefix+key, 0, -1).Result()
 					if err != nil {
 						t.Fatal(err)

@@ -99,7 +99,11 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 		}
 		written += int(end - start + 1)
 	}
-	return written, nil
+	linked := make([]int64, 0, len(customers))
+	for _, id := range customers {
+		linked = append(linked, id)
+	}
+	return written, s.placeAllByLastOrder(ctx, linked)
 }
 
 // seedLockTTL bounds how long a seed keeps other instances from seeding.

@@ -74,17 +74,6 @@ func (s *Store) makeIndexNames() {
 	}
 }
 
-// indexName returns m[st], or makes the name of a status m does not know.
-func indexName(m map[store.Status]string, st store.Status, prefix, base string) string {
-	if k, ok := m[st]; ok {
-		return k
-	}
-	if st == "" {
-		return prefix + base
-	}
-	return prefix + base + ":" + string(st)
-}
-
 // Options configures a Store.
 type Options struct {
 	// Prefix is put before every key, so tests and apps can share a Redis.

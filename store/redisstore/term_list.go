@@ -18,10 +18,12 @@ import (
 type termList[T any] struct {
 	k *kind[T]
 	// sorts are the List's sorts, the first the default; sorted is the
-	// index of a sort's field: by score for "created", lexicographic
-	// ("name NUL inverted-id") for the others.
+	// index of a sort's field: by score for "created" and the fields of
+	// scored (members the decimal id), lexicographic ("name NUL
+	// inverted-id") for the others.
 	sorts  []store.Sort
 	sorted func(field string) string
+	scored []string
 	// termSet and dupSet name the search sets for the terms that start
 	// like t (search.go); terms are a record's search terms.
 	termSet func(t string) string
@@ -76,7 +78,7 @@ func (l termList[T]) list(ctx context.Context, s *Store, q string, sort store.So
 		if err != nil {
 			return out, err
 		}
-		out.Rows, err = l.load(ctx, sortedIDs(members, field != "created"), l.keep)
+		out.Rows, err = l.load(ctx, sortedIDs(members, field != "created" && !slices.Contains(l.scored, field)), l.keep)
 		return out, err
 	case len(terms) == 1 && len(terms[0]) <= dupDepth:
 		return out, l.searchOne(ctx, s, terms[0], offset, &out)

@@ -175,6 +175,9 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 		if a.field != "" {
 			a.finish(ctx)
 		}
+		if k.changed != nil && a.ch.Before != a.ch.After {
+			k.changed(s, ctx, a.ch)
+		}
 		return a.ch, nil
 	}
 	return Change[T]{}, &store.Error{Code: store.EUNAVAILABLE, Message: "too many people are changing this record at once; try again in a moment",
@@ -879,3 +882,40 @@ func (s *Store) intentsGone(ctx context.Context, fields []string) bool {
 func (s *Store) damaged(key string, h map[string]string) {
 	s.log.Error("skipping a damaged record", "key", key, "fields", len(h))
 }
+
+// A write's event: the entry a change adds to its kind's stream (the
+// feeds that read it are in events.go).
+
+// eventsKey is the kind's event stream: in the kind's slot when it has one.
+func (k *kind[T]) eventsKey(s *Store) string {
+	if k.slot != "" {
+		return s.prefix + k.name + ":{" + k.slot + "}:events"
+	}
+	return s.prefix + k.name + ":events"
+}
+
+// changeEvent is the event of a change from cur to next (nil, nil when
+// the kind has no events).
+func changeEvent[T any](k *kind[T], cur, next *T) (action string, data []byte) {
+	if k.event == nil {
+		return "", nil
+	}
+	switch {
+	case cur == nil:
+		return store.ActionCreated, k.event(next)
+	case next == nil:
+		return store.ActionDeleted, k.event(cur)
+	}
+	return store.ActionUpdated, k.event(next)
+}
+
+// queueEvent queues the XADD of an event (in a transaction, or alone),
+// with a token of its own (eventToken).
+func queueEvent(ctx context.Context, p redis.Cmdable, key, action string, data []byte) *redis.StringCmd {
+	return p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: store.EventsKept, Approx: true, ID: "*", Values: []any{"a", action, "d", data, "t", eventToken()}})
+}
+
+// eventToken is an entry's token: 64 random bits, so that an entry whose id
+// a forgetful Redis handed out again is told from the one a client saw.
+// Uniqueness is all it needs (no secret): the process's random source.
+func eventToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
