@@ -8,7 +8,6 @@ package routes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -185,18 +184,8 @@ func (m customerMember) update(ctx context.Context, id int64, in store.CustomerI
 	return m.s.UpdateCustomer(ctx, id, in, ifMatch)
 }
 
-// remove deletes customer id. An If-Match the customer no longer matches
-// is a 412 even when the customer has orders: a failed precondition
-// answers before what the delete would have found.
 func (m customerMember) remove(ctx context.Context, id, ifMatch, version int64) error {
-	err := m.s.DeleteCustomer(ctx, id, ifMatch, version)
-	var e *store.Error
-	if ifMatch != 0 && errors.As(err, &e) && e.Code == store.ECONFLICT {
-		if cur, ok := e.Current.(*store.Customer); ok && cur.Version != ifMatch {
-			return &store.Error{Code: store.EPRECONDITION, Message: "the customer has changed since the version you named", Current: cur}
-		}
-	}
-	return err
+	return m.s.DeleteCustomer(ctx, id, ifMatch, version)
 }
 
 func (m customerMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {

@@ -27,6 +27,7 @@ import (
 //	cx:{c}:created             by created time, score timeScore, member the id
 //	cx:{c}:name                by name, member "name NUL inverted-id" (lex)
 //	cx:{c}:last_order          by last order, score its newest order's timeScore (last_order.go)
+//	c:{c}:<id>:links           hash: the orders that link the customer or are being linked to it (links.go)
 //	cx:{c}:w:<c>, cx:{c}:w:<c>:<L> search terms (the words of the name and the company, the email, the phone's digits) and their dup sets, as orders' (search.go)
 
 // Customer hash fields.
@@ -333,6 +334,11 @@ func (s *Store) customerExists(ctx context.Context, id int64, orderID *int64) er
 	if n > 0 {
 		return nil
 	}
+	return s.noCustomer(ctx, id, orderID)
+}
+
+// noCustomer is customerExists's error for customer id.
+func (s *Store) noCustomer(ctx context.Context, id int64, orderID *int64) error {
 	e := invalid(map[string]string{"customer_id": "names no customer: there is no customer " + strconv.FormatInt(id, 10)}, nil)
 	if orderID != nil {
 		cur, err := s.GetOrder(ctx, *orderID)
@@ -368,23 +374,55 @@ func (s *Store) UpdateCustomer(ctx context.Context, id int64, in store.CustomerI
 	return c, s.ordered(ctx, c)
 }
 
-// DeleteCustomer removes customer id (its email is free again). A
-// customer whose orders link it is not deleted (ECONFLICT saying how
-// many).
+// DeleteCustomer removes customer id (its email is free again). The
+// version checks come first, as every delete's; then a customer that
+// orders link is not deleted (ECONFLICT saying how many). The delete
+// commits only while its links are empty (links.go); when they are not,
+// or its orders index has entries, it looks at the orders they name.
 func (s *Store) DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error {
-	n, err := s.rdb.ZCard(ctx, s.customerOrders(id)).Result()
+	// An orders index with entries and no links: an index entry on its
+	// way, or orders linked before the links were kept (Repair adds them).
+	indexed, err := s.rdb.ZCard(ctx, s.customerOrders(id)).Result()
 	if err != nil {
 		return wrap(err)
 	}
-	if n > 0 {
-		cur, err := s.GetCustomer(ctx, id)
+	for range linkTries {
+		if indexed == 0 {
+			err := deleteRecord(guarded(ctx, s.unlinked(id)), s, customerKind, id, ifMatch, version)
+			if err != errLinksChanged {
+				return err
+			}
+		} else if err := s.deletable(ctx, id, ifMatch, version); err != nil {
+			return err
+		}
+		n, err := s.linkedOrders(ctx, id)
 		if err != nil {
 			return err
 		}
-		return &store.Error{Code: store.ECONFLICT, Current: cur,
-			Message: fmt.Sprintf("customer %d has %s; a customer with orders cannot be deleted", id, plural(n, "order", "orders"))}
+		if n > 0 {
+			cur, err := s.GetCustomer(ctx, id)
+			if err != nil {
+				return err
+			}
+			return &store.Error{Code: store.ECONFLICT, Current: cur,
+				Message: fmt.Sprintf("customer %d has %s; a customer with orders cannot be deleted", id, plural(n, "order", "orders"))}
+		}
+		indexed = 0
 	}
-	return deleteRecord(ctx, s, customerKind, id, ifMatch, version)
+	return unavailable(errors.New("orders kept being linked to the customer while it was being deleted"))
+}
+
+// deletable is the delete's version checks of customer id, as they stand.
+func (s *Store) deletable(ctx context.Context, id, ifMatch, version int64) error {
+	cur, err := getRecord(ctx, s, s.rdb, customerKind, id)
+	if err != nil {
+		return wrap(err)
+	}
+	var v *int64
+	if version != 0 {
+		v = &version
+	}
+	return checkVersions(customerKind, cur, id, ifMatch, v, true)
 }
 
 func plural(n int64, one, many string) string {

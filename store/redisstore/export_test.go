@@ -288,3 +288,27 @@ func (s suiteKind[T]) Change(ctx context.Context, st *Store, id int64, n int, if
 func (s suiteKind[T]) Delete(ctx context.Context, st *Store, id, ifMatch, version int64) error {
 	return deleteRecord(ctx, st, s.k, id, ifMatch, version)
 }
+
+// HoldLink takes a hold of order oid's link to customer cid, as a write
+// that links them does before its transaction, and writes nothing more:
+// what a writer that stopped there leaves.
+func (s *Store) HoldLink(ctx context.Context, cid, oid int64) error {
+	_, err := s.holdLink(ctx, cid, oid, nil)
+	return err
+}
+
+// LinkUnderHold takes a hold of order oid's link to customer cid, runs
+// between, then links them under that hold alone: what a writer stalled
+// between its hold and its transaction does.
+func (s *Store) LinkUnderHold(ctx context.Context, cid, oid int64, between func()) error {
+	h, err := s.holdLink(ctx, cid, oid, nil)
+	if err != nil {
+		return err
+	}
+	between()
+	ref := strconv.FormatInt(cid, 10)
+	_, err = updateRecord(guarded(ctx, h.guard(s)), s, orders, oid, 0, nil, func(cur *store.Order) (store.Order, map[string]string) {
+		return store.ApplyOrder(cur, store.OrderInput{CustomerID: &ref})
+	})
+	return err
+}

@@ -476,19 +476,37 @@ func (s *Store) CreateOrder(ctx context.Context, in store.OrderInput) (*store.Or
 	if errs != nil {
 		return nil, invalid(errs, nil)
 	}
-	if err := s.customerExists(ctx, o.CustomerID, nil); err != nil {
-		return nil, err
+	if o.CustomerID == 0 {
+		return createRecord(ctx, s, orders, o)
 	}
-	return createRecord(ctx, s, orders, o)
+	// Its link is held under the id, drawn first.
+	for range 100 {
+		id, err := s.nextID(ctx, orders.counter)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		created, err := s.createAs(ctx, id, o)
+		if err != errIDTaken {
+			return created, err
+		}
+		s.log.Warn("the id counter handed out a used id; skipping it", "kind", orders.noun, "id", id)
+	}
+	return nil, &store.Error{Code: store.EINTERNAL, Message: "the order id counter keeps handing out used ids; run orders -repair", Err: errIDTaken}
 }
 
 // errIDTaken: the id is taken (see errRecordExists).
 var errIDTaken = errRecordExists
 
 // createAs stores o as the new order id, or answers errIDTaken when an
-// order has that id.
+// order has that id. An order that links a customer is created under a
+// hold of the link (links.go).
 func (s *Store) createAs(ctx context.Context, id int64, o store.Order) (*store.Order, error) {
-	return createRecordAs(ctx, s, orders, id, o)
+	if o.CustomerID == 0 {
+		return createRecordAs(ctx, s, orders, id, o)
+	}
+	return s.linking(ctx, o.CustomerID, id, nil, func(ctx context.Context) (*store.Order, error) {
+		return createRecordAs(ctx, s, orders, id, o)
+	})
 }
 
 func invalid(errs map[string]string, cur *store.Order) *store.Error { return orders.invalid(errs, cur) }
@@ -500,18 +518,31 @@ const maxRetries = 50
 // UpdateOrder applies in to order id. ifMatch, when not 0, is the version an
 // If-Match header requires (EPRECONDITION otherwise); in.Version is the
 // version a form or JSON body carries (ECONFLICT otherwise). A change that
-// changes nothing writes nothing and keeps the version.
+// changes nothing writes nothing and keeps the version. A change to the
+// customer it links is made under a hold of the new link (links.go); the
+// old one is dropped after (orderRelinked).
 func (s *Store) UpdateOrder(ctx context.Context, id int64, in store.OrderInput, ifMatch int64) (*store.Order, error) {
+	update := func(ctx context.Context) (*store.Order, error) {
+		return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *store.Order) (store.Order, map[string]string) {
+			return store.ApplyOrder(cur, in)
+		})
+	}
+	var cid int64
 	if in.CustomerID != nil {
-		if cid, ok := store.ParseID(strings.TrimSpace(*in.CustomerID)); ok {
-			if err := s.customerExists(ctx, cid, &id); err != nil {
-				return nil, err
-			}
+		cid, _ = store.ParseID(strings.TrimSpace(*in.CustomerID))
+	}
+	var o *store.Order
+	var err error
+	if cid == 0 {
+		o, err = update(ctx)
+	} else {
+		// Most changes keep the customer: they need no hold.
+		o, err = update(guarded(ctx, s.stillLinked(id, cid)))
+		if err == errNotLinked {
+			o, err = s.linking(ctx, cid, id, &id, update)
 		}
 	}
-	return updateRecord(ctx, s, orders, id, ifMatch, in.Version, func(cur *store.Order) (store.Order, map[string]string) {
-		return store.ApplyOrder(cur, in)
-	})
+	return o, err
 }
 
 // sameOrder reports whether a and b store the same values (the version and
@@ -569,5 +600,9 @@ func (s *Store) orderRelinked(ctx context.Context, ch Change[store.Order]) {
 	}
 	if err := s.placeByLastOrder(ctx, was, is); err != nil {
 		s.log.Warn("placing customers by their last order failed; orders -repair sets it right", "customers", []int64{was, is}, "err", err)
+	}
+	if was != 0 && was != is {
+		// Its entry in the customer's links it left (links.go).
+		s.releaseLink(ctx, was, ch.Before.ID)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -384,6 +385,11 @@ func (w *seedWorker) write(ctx context.Context, start, end int64, rnd *rand.Rand
 		o := &w.orders[i]
 		w.args = orderArgs(w.args[:0], o)
 		p.HSet(ctx, s.orderKey(o.ID), w.args...)
+		if o.CustomerID != 0 {
+			// Its entry in the customer's links (links.go), as a hold
+			// taken when it was created.
+			p.HSet(ctx, s.customerLinks(o.CustomerID), strconv.FormatInt(o.ID, 10), "seed:"+strconv.FormatInt(o.CreatedAt.UnixMilli(), 10))
+		}
 		for _, e := range s.orderEntries(o) {
 			key, ok := w.keys[e.Key]
 			if !ok {

@@ -138,6 +138,9 @@ func entriesOrNil[T any](s *Store, k *kind[T], r *T) []ixEntry {
 func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(cur *T) (*T, error)) (Change[T], error) {
 	w := &writer[T]{s: s, k: k, id: id, fn: fn, key: k.key(s, id), sharded: k.sharded(s), idText: strconv.FormatInt(id, 10)}
 	w.tomb = w.key + ":gone" // same hash tag, same slot
+	if g, ok := ctx.Value(guardKey{}).(guard); ok && g.key == w.key {
+		w.guard = g
+	}
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		if attempt > 0 {
 			// Another writer got in between: step aside a little, longer
@@ -157,6 +160,12 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 				s.rdb.HDel(ctx, s.intentsKey(), a.field)
 			}
 			continue
+		}
+		var refused *store.Error
+		if errors.As(err, &refused) && a.field != "" {
+			// Refused before its MULTI (by fn, a claim or a guard):
+			// nothing happened.
+			s.rdb.HDel(ctx, s.intentsKey(), a.field)
 		}
 		if err != nil {
 			// The transaction may still have happened (a timeout after it
@@ -184,6 +193,26 @@ type writer[T any] struct {
 	key, tomb string
 	idText    string
 	sharded   bool
+	guard     guard
+}
+
+// A guard is a condition of one write on keys beside its record (in its
+// slot), checked under the record's WATCH: reads queues its reads in the
+// pipeline that reads the record, and the check it returns, given the
+// record's hash as read, refuses the write with an error once fn has
+// accepted it. A key written under that WATCH by someone else after the
+// read must also touch the record, or the guard's read is stale.
+type guard struct {
+	key   string // the record key it is for
+	reads func(ctx context.Context, p redis.Pipeliner) (check func(h map[string]string) error)
+}
+
+type guardKey struct{}
+
+// guarded returns ctx with g: the write of g.key under it checks g (every
+// attempt, under the WATCH).
+func guarded(ctx context.Context, g guard) context.Context {
+	return context.WithValue(ctx, guardKey{}, g)
 }
 
 // writeAttempt is one attempt of a write: the change it makes, and on a
@@ -197,6 +226,8 @@ type writeAttempt[T any] struct {
 	field, token string
 	planned      *T
 	intentAt     time.Time
+	// check is the writer's guard's check, read under this attempt's WATCH.
+	check func(h map[string]string) error
 }
 
 // decode reads the record hash h; a damaged one is reported and missing.
@@ -265,6 +296,11 @@ func (a *writeAttempt[T]) commit(ctx context.Context) func(tx *redis.Tx) error {
 		if err != nil {
 			return err
 		}
+		if a.check != nil {
+			if err := a.check(h); err != nil {
+				return err
+			}
+		}
 		a.ch = Change[T]{Before: cur, After: next}
 		if next == cur {
 			return nil
@@ -301,6 +337,9 @@ func (a *writeAttempt[T]) read(ctx context.Context, tx *redis.Tx) (h map[string]
 		tail = readTail(ctx, p, a.key, false)
 		if a.sharded {
 			takenC = p.Exists(ctx, takenKey(a.key, a.token))
+		}
+		if a.guard.reads != nil {
+			a.check = a.guard.reads(ctx, p)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
