@@ -399,6 +399,9 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 	return app, closeSt, nil
 }
 
+// embeddedIOTimeout bounds a read of the embedded store's answer.
+const embeddedIOTimeout = 5 * time.Second
+
 // openStore opens the configured Redis (openRedis) and the store over it,
 // and shows metrics (when not nil) the Redis client's pool and the
 // embedded store's files.
@@ -466,6 +469,12 @@ func openRedis(cfg config, metrics *routes.Metrics, log *slog.Logger, stderr io.
 	case cfg.redis == "":
 		o := &redis.Options{}
 		redisstore.Deadlines(o)
+		// The embedded store answers a write once its log is on disk: a
+		// disk busy for a moment (a machine under load) delays the answer
+		// without anything being wrong, and a write answered as failed
+		// that then lands is worse than a slow one. A request's own
+		// deadline still bounds it (ContextTimeoutEnabled).
+		o.ReadTimeout = embeddedIOTimeout
 		e, err := embedded.Open(embedded.Options{Path: cfg.data, Interval: cfg.snapshotEvery, Log: log, Stderr: stderr}, o)
 		if err != nil {
 			return nil, false, nil, nil, err
