@@ -273,9 +273,11 @@ func (s *Store) recoverFromForgetting(ctx context.Context, what string) {
 		return
 	}
 	defer f.mu.Unlock()
-	f.detected.Add(1)
+	// Not ready before the detection is counted: whoever sees the count
+	// sees the store unsafe.
 	f.recovering.Store(true)
 	f.unsafe.Store(true)
+	f.detected.Add(1)
 	attrs := []any{"seen", what}
 	for c, k := range registry {
 		attrs = append(attrs, "highest_"+k.nounOf()+"_id", f.highest[c].Load())
