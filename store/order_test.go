@@ -223,20 +223,6 @@ func TestStatusTransitionsValidate(t *testing.T) {
 	}
 }
 
-// pathTo lists the status changes that bring a new order to s.
-func pathTo(s store.Status) []store.Status {
-	switch s {
-	case store.Confirmed:
-		return []store.Status{store.Confirmed}
-	case store.Shipped:
-		return []store.Status{store.Confirmed, store.Shipped}
-	case store.Delivered:
-		return []store.Status{store.Confirmed, store.Shipped, store.Delivered}
-	case store.Cancelled:
-		return []store.Status{store.Cancelled}
-	}
-	return nil
-}
 func TestParseID(t *testing.T) {
 	tests := []struct {
 		in   string
