@@ -479,7 +479,12 @@ func (s *Store) CreateOrder(ctx context.Context, in store.OrderInput) (*store.Or
 	if o.CustomerID == 0 {
 		return createRecord(ctx, s, orders, o)
 	}
-	// Its link is held under the id, drawn first.
+	// Its link is held under the id, drawn first; a customer that is not
+	// stored is refused before an id is drawn (a refused create changes
+	// nothing). One deleted in between is refused by the hold.
+	if err := s.customerExists(ctx, o.CustomerID, nil); err != nil {
+		return nil, err
+	}
 	for range 100 {
 		id, err := s.nextID(ctx, orders.counter)
 		if err != nil {
