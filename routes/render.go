@@ -407,6 +407,10 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		case store.EBROAD:
 			// A query too costly to answer: the message says what to narrow.
 			status, msg = fiber.StatusBadRequest, se.Message
+		case store.EFORBIDDEN:
+			status, msg = fiber.StatusForbidden, se.Message
+		case store.EUNSIGNED:
+			status, msg = fiber.StatusUnauthorized, se.Message
 		case store.EUNAVAILABLE:
 			status, msg = fiber.StatusServiceUnavailable, se.Message
 			c.Set(fiber.HeaderRetryAfter, "1")

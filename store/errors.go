@@ -13,6 +13,8 @@ const (
 	ECONFLICT     = "conflict"     // a stale version in the body
 	EPRECONDITION = "precondition" // an If-Match that does not match
 	EUNAVAILABLE  = "unavailable"  // Redis did not answer in time
+	EUNSIGNED     = "unsigned"     // no one is signed in (no session or token)
+	EFORBIDDEN    = "forbidden"    // the person's role does not allow it
 	EBROAD        = "too_broad"    // a query that would cost more than its bound; the message says what to narrow
 	EINTERNAL     = "internal"     // anything unexpected
 )

@@ -10,6 +10,7 @@ type Service interface {
 	Orders
 	Products
 	Customers
+	Users
 	// Ready reports whether the store answers (what /readyz says).
 	Ready(ctx context.Context) error
 	// Feed returns the event feed of a resource (OrderEvents, …); nil
