@@ -189,3 +189,37 @@ func TestConcurrentOrderWritesLeaveTheLastOrderRight(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairPlacesMarkedCustomersApartFromDamage: a customer left marked
+// to place (its writer killed before its placement) is not damage: Repair
+// counts it apart, and with fix places it, whatever its entry said.
+func TestRepairPlacesMarkedCustomersApartFromDamage(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			ids := createCustomers(t, f, "Ada", "Bob")
+			f.clock.unix.Add(60)
+			f.create(t, "Someone", func(in *store.OrderInput) { in.CustomerID = ptr(fmt.Sprint(ids[1])) })
+			want := []int64{ids[1], ids[0]}
+			// What a writer killed after its transaction leaves: Bob's
+			// entry as before his order, and his mark.
+			key, marks := f.prefix+"cx:{c}:last_order", f.prefix+"cx:{c}:to_place"
+			must(t, f.tg.Client.ZAdd(ctx, key, redis.Z{Score: -float64(ids[1]), Member: fmt.Sprint(ids[1])}).Err())
+			must(t, f.tg.Client.HSet(ctx, marks, fmt.Sprint(ids[1]), "t0").Err())
+			if r, err := f.s.Repair(ctx, false); err != nil || r.Unplaced != 1 || r.Problems() != 0 || r.Fixed != 0 {
+				t.Errorf("Repair without fix: %s, %v; want 1 left to place, no damage", r, err)
+			}
+			if n, _ := f.tg.Client.HLen(ctx, marks).Result(); n != 1 {
+				t.Errorf("Repair without fix left %d marks, want the 1 it found", n)
+			}
+			if r, err := f.s.Repair(ctx, true); err != nil || r.Unplaced != 1 || r.Problems() != 0 {
+				t.Errorf("Repair: %s, %v; want 1 left to place, placed, no damage", r, err)
+			}
+			if n, _ := f.tg.Client.HLen(ctx, marks).Result(); n != 0 {
+				t.Errorf("Repair left %d marks, want none", n)
+			}
+			wantLastOrder(t, f, "after Repair", want)
+		})
+	}
+}
