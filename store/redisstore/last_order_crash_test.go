@@ -16,6 +16,7 @@ import (
 
 	"orders/store"
 	"orders/store/redisstore"
+	"orders/testutil"
 )
 
 // killedAfter is the client of a process killed just after Redis answered
@@ -84,6 +85,41 @@ func customerOrdersSettled(prefix string) func([]redis.Cmder) bool {
 	}
 }
 
+// adaAndBob is a store (on the Cluster code path or not) with customers
+// Ada and Bob, an order each, Bob's a minute newer.
+type adaAndBob struct {
+	s         *redisstore.Store
+	opt       redisstore.Options
+	prefix    string
+	ada, bob  int64
+	bobsOrder int64
+}
+
+func newAdaAndBob(t *testing.T, tg testutil.Target, name string, cluster bool) adaAndBob {
+	t.Helper()
+	ctx := context.Background()
+	var unix atomic.Int64
+	unix.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Unix())
+	ab := adaAndBob{prefix: fmt.Sprintf("%s%s%d:", tg.Prefix, name, fixtures.Add(1))}
+	ab.opt = redisstore.Options{Prefix: ab.prefix, Cluster: cluster, Now: func() time.Time { return time.Unix(unix.Load(), 0) },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ab.s = redisstore.New(tg.Client, ab.opt)
+	var ids []int64
+	for _, name := range []string{"Ada", "Bob"} {
+		c, err := ab.s.CreateCustomer(ctx, store.CustomerInput{Name: ptr(name)})
+		must(t, err)
+		ids = append(ids, c.ID)
+	}
+	ab.ada, ab.bob = ids[0], ids[1]
+	for _, c := range ids {
+		o, err := ab.s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Someone"), CustomerID: ptr(fmt.Sprint(c))})
+		must(t, err)
+		unix.Add(60)
+		ab.bobsOrder = o.ID
+	}
+	return ab
+}
+
 // TestLastOrderPlacedAfterAKill: an instance killed just after an order
 // write that links or unlinks a customer (its transaction, or on the
 // Cluster code path its settle, or the deletion of its intent), before the
@@ -136,7 +172,6 @@ func TestLastOrderPlacedAfterAKill(t *testing.T) {
 			return s.DeleteOrder(ctx, o2, 0, 0)
 		}},
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tg := range singleTargets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			for _, pt := range points {
@@ -151,28 +186,8 @@ func TestLastOrderPlacedAfterAKill(t *testing.T) {
 						t.Run(pt.name+"/"+op.name+"/"+redo, func(t *testing.T) {
 							t.Parallel()
 							ctx := context.Background()
-							n := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Unix()
-							var unix atomic.Int64
-							unix.Store(n)
-							now := func() time.Time { return time.Unix(unix.Load(), 0) }
-							prefix := fmt.Sprintf("%skill%d:", tg.Prefix, fixtures.Add(1))
-							opt := redisstore.Options{Prefix: prefix, Cluster: pt.cluster, Now: now, Logger: quiet}
-							s := redisstore.New(tg.Client, opt)
-							var ids []int64
-							for _, name := range []string{"Ada", "Bob"} {
-								c, err := s.CreateCustomer(ctx, store.CustomerInput{Name: ptr(name)})
-								must(t, err)
-								ids = append(ids, c.ID)
-							}
-							ada, bob := ids[0], ids[1]
-							order := func(c int64) int64 {
-								o, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Someone"), CustomerID: ptr(fmt.Sprint(c))})
-								must(t, err)
-								unix.Add(60)
-								return o.ID
-							}
-							order(ada)
-							o2 := order(bob)
+							ab := newAdaAndBob(t, tg, "kill", pt.cluster)
+							s, opt, prefix, ada, bob, o2 := ab.s, ab.opt, ab.prefix, ab.ada, ab.bob, ab.bobsOrder
 							index := prefix + "cx:{c}:last_order"
 							placed := func() []string {
 								got, err := tg.Client.ZRevRange(ctx, index, 0, -1).Result()
@@ -295,29 +310,12 @@ func (w *staleWriter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // after: the index would name the deleted order's time with nothing left
 // to set it right.
 func TestStalePlacementNeverLands(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tg := range singleTargets(t) {
 		for _, cluster := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/cluster-path=%v", tg.Name, cluster), func(t *testing.T) {
 				ctx := context.Background()
-				var unix atomic.Int64
-				unix.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Unix())
-				now := func() time.Time { return time.Unix(unix.Load(), 0) }
-				prefix := fmt.Sprintf("%sstale%d:", tg.Prefix, fixtures.Add(1))
-				opt := redisstore.Options{Prefix: prefix, Cluster: cluster, Now: now, Logger: quiet}
-				s := redisstore.New(tg.Client, opt)
-				var ids []int64
-				for _, name := range []string{"Ada", "Bob"} {
-					c, err := s.CreateCustomer(ctx, store.CustomerInput{Name: ptr(name)})
-					must(t, err)
-					ids = append(ids, c.ID)
-				}
-				ada, bob := ids[0], ids[1]
-				for _, c := range ids {
-					_, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Someone"), CustomerID: ptr(fmt.Sprint(c))})
-					must(t, err)
-					unix.Add(60)
-				}
+				ab := newAdaAndBob(t, tg, "stale", cluster)
+				s, opt, prefix, ada, bob := ab.s, ab.opt, ab.prefix, ab.ada, ab.bob
 				var delErr error
 				h := &staleWriter{prefix: prefix, marks: prefix + "cx:{c}:to_place", interfere: func(id int64) {
 					delErr = s.DeleteOrder(ctx, id, 0, 0)
