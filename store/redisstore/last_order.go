@@ -38,11 +38,11 @@ import (
 // script sets the entry from what it read and deletes the mark, only if
 // the mark still holds that token. A change marked before the token was
 // read is in what the placement read; one marked after leaves another
-// token, so that placement writes nothing and the mark stays for the
-// placement of the newer state. An entry is therefore only ever written
-// from an index read after the latest mark, and a mark is only removed
-// with such a write: whatever instance dies where, the entry ends right
-// once the marks left are placed.
+// token, which makes that placement write nothing if it comes first, and
+// stays for a placement of the newer state either way. So an entry is
+// only written from an index read after every mark made until then, and
+// a mark is only removed with such a write: wherever an instance dies,
+// the entry ends right once the marks left are placed.
 
 // lastOrderIndex names the customers-by-last-order index.
 func (s *Store) lastOrderIndex() string { return s.customerIndex("last_order") }
