@@ -369,8 +369,9 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("upgrading the indexes: %w", err)
 	}
-	// On a Cluster, index changes a writer could not finish (a crash, a
-	// timeout) are settled by every instance within a few seconds.
+	// Index changes a writer could not finish (a crash, a timeout: on a
+	// Cluster its intents, on any Redis the customers it left to place by
+	// their last order) are settled by every instance within a few seconds.
 	go st.Reconcile(ctx, 0)
 	// A Redis that forgot acknowledged writes (wiped, restored, or failed
 	// over with loss) is noticed within a few seconds and recovered from.

@@ -58,14 +58,6 @@ func Skip(t testing.TB, why string) {
 	t.Skip(why)
 }
 
-// KnownGap notes that t found a known bug it does not fail on, named on
-// the package's summary line (Main) as KnownBug's are, and goes on.
-func KnownGap(t testing.TB, bug string) {
-	t.Helper()
-	record("tolerated a known bug", t.Name()+": "+bug, t.Name())
-	t.Logf("*** known bug, not failed on: %s ***", bug)
-}
-
 // Missed notes that t ran without its target named target (a real Redis,
 // say) because of why, and goes on; Main counts it.
 func Missed(t testing.TB, target, why string) {

@@ -27,6 +27,7 @@ import (
 //	cx:{c}:created             by created time, score timeScore, member the id
 //	cx:{c}:name                by name, member "name NUL inverted-id" (lex)
 //	cx:{c}:last_order          by last order, score its newest order's timeScore (last_order.go)
+//	cx:{c}:to_place            hash: the customers whose place in cx:{c}:last_order is to be set again, value a token (last_order.go)
 //	c:{c}:<id>:links           hash: the orders that link the customer or are being linked to it (links.go)
 //	cx:{c}:w:<c>, cx:{c}:w:<c>:<L> search terms (the words of the name and the company, the email, the phone's digits) and their dup sets, as orders' (search.go)
 
@@ -243,8 +244,11 @@ func (s *Store) ordered(ctx context.Context, c *store.Customer) error {
 // ascending order is the orders newest first, those of one second by id,
 // highest first.
 func (s *Store) customerOrders(id int64) string {
-	return s.prefix + "ix:{w}:customer:" + strconv.FormatInt(id, 10)
+	return s.customerOrdersPrefix() + strconv.FormatInt(id, 10)
 }
+
+// customerOrdersPrefix is what every customer's orders index starts with.
+func (s *Store) customerOrdersPrefix() string { return s.prefix + "ix:{w}:customer:" }
 
 // customerOrderMember is order o's entry in its customer's orders index:
 // the created time as invertedTime minus its Unix seconds, in 12 digits.
@@ -489,6 +493,12 @@ const customerSeedScan = 10000
 // several terms examine at most MaxCandidates customers. Each customer
 // has its order count and last order.
 func (s *Store) ListCustomers(ctx context.Context, q store.CustomerQuery) (store.CustomerPage, error) {
+	if q.Sort.Field() == "last_order" && q.Q == "" {
+		// The placements a crash left undone, before the list is read.
+		if _, err := s.placePending(ctx, readerPlaces); err != nil {
+			return store.CustomerPage{}, err
+		}
+	}
 	l := termList[store.Customer]{k: customerKind, sorts: store.CustomerSorts, sorted: s.customerIndex, scored: []string{"last_order"},
 		termSet: s.customerTermSet, dupSet: s.customerDupSet, terms: customerTerms,
 		keep: func(*store.Customer) bool { return true }, load: s.loadCustomers}

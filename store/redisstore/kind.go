@@ -89,6 +89,21 @@ type kind[T any] struct {
 	// transaction, and on a Cluster its index entries, done): for what
 	// is derived from the record in another kind's slot.
 	changed func(s *Store, ctx context.Context, ch Change[T])
+	// beside, when set, queues in a write's transaction what is derived
+	// from the change and kept in the record's slot, so that it changes
+	// with the record or not at all. Only for a kind whose writes are one
+	// transaction (kept to one slot, or on a single Redis).
+	beside func(s *Store, ctx context.Context, p redis.Pipeliner, cur, next *T)
+	// marks, when set, queues the marks of what is derived from index
+	// entries in another kind's slot and must be set again now that they
+	// changed (entries: those a write added or removed, or those an
+	// intent names). A mark is written in the same step as the entries:
+	// in the record's transaction where its indexes share it, otherwise
+	// after the settle that wrote them and before the intent that names
+	// them is deleted. Whoever sets the derived state again removes the
+	// mark (last_order.go), so a crash at any point leaves either an
+	// intent or a mark, and the reconciler finishes the work.
+	marks func(s *Store, ctx context.Context, p redis.Pipeliner, entries []ixEntry)
 	// derived, when set, checks (and with fix sets right) what changed
 	// keeps: Repair runs it after every kind's own indexes are repaired.
 	derived func(s *Store, ctx context.Context, fix bool, r *RepairReport) error
@@ -204,10 +219,16 @@ func (k *kind[T]) seedDemo(ctx context.Context, s *Store) error {
 	return k.seed(s, ctx)
 }
 
-// settleRecord settles the record's index entries, then adds the event of
-// the record as it is (its writer may not have added its own).
+// settleRecord settles the record's index entries, marks what is derived
+// from them, then adds the event of the record as it is (its writer may
+// not have added its own).
 func (k *kind[T]) settleRecord(ctx context.Context, s *Store, id int64, stale []ixEntry) error {
 	if err := settle(ctx, s, k, id, stale); err != nil {
+		return err
+	}
+	// What the intents name may have changed, or not: marked either way
+	// (a mark costs one needless placement at worst).
+	if err := markDerived(ctx, s, k, stale); err != nil {
 		return err
 	}
 	return k.publishCurrent(ctx, s, id)

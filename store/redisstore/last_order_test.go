@@ -76,7 +76,8 @@ func TestCustomersSortByLastOrder(t *testing.T) {
 
 // TestRepairRebuildsTheCustomersByLastOrder: Repair finds the
 // customers-by-last-order index gone, or naming a customer that is not
-// stored, or out of date, and with fix rebuilds it from the orders.
+// stored, or out of date, with no placement pending: damage, which with
+// fix it rebuilds from the orders.
 func TestRepairRebuildsTheCustomersByLastOrder(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -97,19 +98,19 @@ func TestRepairRebuildsTheCustomersByLastOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, err := f.s.Repair(ctx, false)
-			if err != nil || r.Unplaced != 4 || r.Fixed != 0 {
-				t.Errorf("Repair without fix: %s, %v; want 4 not placed (3 missing, 1 dangling), none fixed", r, err)
+			if err != nil || r.Missing != 3 || r.Dangling != 1 || r.Problems() != 4 || r.Unplaced != 0 || r.Fixed != 0 {
+				t.Errorf("Repair without fix: %s, %v; want 3 missing, 1 dangling, none fixed", r, err)
 			}
 			r, err = f.s.Repair(ctx, true)
-			if err != nil || r.Unplaced != 4 || r.Fixed != 4 {
-				t.Errorf("Repair: %s, %v; want 4 not placed, 4 fixed", r, err)
+			if err != nil || r.Missing != 3 || r.Dangling != 1 || r.Fixed != 4 {
+				t.Errorf("Repair: %s, %v; want 3 missing, 1 dangling, 4 fixed", r, err)
 			}
 			wantLastOrder(t, f, "after Repair", want)
 			if err := f.tg.Client.ZAdd(ctx, key, redis.Z{Score: -float64(ids[0]), Member: fmt.Sprint(ids[0])}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if r, err := f.s.Repair(ctx, true); err != nil || r.Unplaced != 1 || r.Fixed != 1 {
-				t.Errorf("Repair of a score out of date: %s, %v; want 1 not placed, 1 fixed", r, err)
+			if r, err := f.s.Repair(ctx, true); err != nil || r.Missing != 1 || r.Problems() != 1 || r.Fixed != 1 {
+				t.Errorf("Repair of a score out of date: %s, %v; want 1 missing, 1 fixed", r, err)
 			}
 			wantLastOrder(t, f, "after the second Repair", want)
 			if r, err := f.s.Repair(ctx, false); err != nil || r.Problems() != 0 || r.Unplaced != 0 {
@@ -185,6 +186,40 @@ func TestConcurrentOrderWritesLeaveTheLastOrderRight(t *testing.T) {
 			if r, err := f.s.Repair(ctx, false); err != nil || r.Problems() != 0 || r.Unplaced != 0 {
 				t.Errorf("Repair after the writers: %s, %v; want no problems", r, err)
 			}
+		})
+	}
+}
+
+// TestRepairPlacesMarkedCustomersApartFromDamage: a customer left marked
+// to place (its writer killed before its placement) is not damage: Repair
+// counts it apart, and with fix places it, whatever its entry said.
+func TestRepairPlacesMarkedCustomersApartFromDamage(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			ids := createCustomers(t, f, "Ada", "Bob")
+			f.clock.unix.Add(60)
+			f.create(t, "Someone", func(in *store.OrderInput) { in.CustomerID = ptr(fmt.Sprint(ids[1])) })
+			want := []int64{ids[1], ids[0]}
+			// What a writer killed after its transaction leaves: Bob's
+			// entry as before his order, and his mark.
+			key, marks := f.prefix+"cx:{c}:last_order", f.prefix+"cx:{c}:to_place"
+			must(t, f.tg.Client.ZAdd(ctx, key, redis.Z{Score: -float64(ids[1]), Member: fmt.Sprint(ids[1])}).Err())
+			must(t, f.tg.Client.HSet(ctx, marks, fmt.Sprint(ids[1]), "t0").Err())
+			if r, err := f.s.Repair(ctx, false); err != nil || r.Unplaced != 1 || r.Problems() != 0 || r.Fixed != 0 {
+				t.Errorf("Repair without fix: %s, %v; want 1 left to place, no damage", r, err)
+			}
+			if n, _ := f.tg.Client.HLen(ctx, marks).Result(); n != 1 {
+				t.Errorf("Repair without fix left %d marks, want the 1 it found", n)
+			}
+			if r, err := f.s.Repair(ctx, true); err != nil || r.Unplaced != 1 || r.Problems() != 0 {
+				t.Errorf("Repair: %s, %v; want 1 left to place, placed, no damage", r, err)
+			}
+			if n, _ := f.tg.Client.HLen(ctx, marks).Result(); n != 0 {
+				t.Errorf("Repair left %d marks, want none", n)
+			}
+			wantLastOrder(t, f, "after Repair", want)
 		})
 	}
 }

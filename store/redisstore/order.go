@@ -588,10 +588,11 @@ func customerRef(id int64) string {
 }
 
 // orderRelinked places the customers an order write linked or unlinked
-// (created or deleted with a link, or moved between customers). The order
-// is written by then: a failure here is logged, and Repair sets the index
-// right (last_order.go). It lives beside the order's kind because every
-// order write runs it, most of them only to find no link changed.
+// (created or deleted with a link, or moved between customers), which the
+// write marked. The order is written by then: a failure here is logged,
+// and the marks stay for the reconciler (last_order.go). It lives beside
+// the order's kind because every order write runs it, most of them only
+// to find no link changed.
 func (s *Store) orderRelinked(ctx context.Context, ch Change[store.Order]) {
 	var was, is int64
 	if ch.Before != nil {
@@ -604,7 +605,7 @@ func (s *Store) orderRelinked(ctx context.Context, ch Change[store.Order]) {
 		return
 	}
 	if err := s.placeByLastOrder(ctx, was, is); err != nil {
-		s.log.Warn("placing customers by their last order failed; orders -repair sets it right", "customers", []int64{was, is}, "err", err)
+		s.log.Warn("placing customers by their last order failed; the reconciler places them", "customers", []int64{was, is}, "err", err)
 	}
 	if was != 0 && was != is {
 		// Its entry in the customer's links it left (links.go).

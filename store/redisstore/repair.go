@@ -32,10 +32,12 @@ type RepairReport struct {
 	// stopped half way (their orders do not link the customer), dropped
 	// with fix: what a crash leaves, not damage (links.go).
 	Holds int
-	// Unplaced counts customers whose place in the last-order index is
-	// missing, wrong or left behind by a delete: the placement runs after
-	// the write it follows, so an instance killed between the two leaves
-	// it undone until Repair (last_order.go). A known gap, not damage.
+	// Unplaced counts customers left marked to place by their last order
+	// (a writer that stopped between its write and the placement), placed
+	// with fix: what a crash leaves, which the reconciler would have placed
+	// within a second anyway, not damage (last_order.go). A customer
+	// placed wrong with no mark is damage: Missing, or Dangling once
+	// deleted.
 	Unplaced int
 }
 
@@ -43,7 +45,7 @@ type RepairReport struct {
 func (r RepairReport) Problems() int { return r.Damaged + r.Missing + r.Dangling + r.Stale }
 
 func (r RepairReport) String() string {
-	return fmt.Sprintf("%d records, %d damaged, %d missing index entries, %d dangling, %d stale, %d intents settled, %d records fixed; %d entries settled by their writers meanwhile, %d customer link holds left behind, %d customers not placed by their last order",
+	return fmt.Sprintf("%d records, %d damaged, %d missing index entries, %d dangling, %d stale, %d intents settled, %d records fixed; %d entries settled by their writers meanwhile, %d customer link holds left behind, %d customers left to place by their last order",
 		r.Records, r.Damaged, r.Missing, r.Dangling, r.Stale, r.Intents, r.Fixed, r.InFlight, r.Holds, r.Unplaced)
 }
 

@@ -86,6 +86,15 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	linked := make([]int64, 0, len(customers))
+	for _, id := range customers {
+		linked = append(linked, id)
+	}
+	// Marked before any order links them, placed after (last_order.go).
+	tokens, err := s.markAll(ctx, linked)
+	if err != nil {
+		return 0, err
+	}
 	g := seeder{s: s, rdb: rdb, first: first, last: last, now: s.now().UTC().Truncate(time.Second), customers: customers}
 	written := 0
 	for start := first; start <= last; start += seedChunk {
@@ -99,11 +108,7 @@ func (s *Store) Seed(ctx context.Context, n int, rnd *rand.Rand) (int, error) {
 		}
 		written += int(end - start + 1)
 	}
-	linked := make([]int64, 0, len(customers))
-	for _, id := range customers {
-		linked = append(linked, id)
-	}
-	return written, s.placeAllByLastOrder(ctx, linked)
+	return written, s.placeAllByLastOrder(ctx, tokens)
 }
 
 // seedLockTTL bounds how long a seed keeps other instances from seeding.

@@ -431,6 +431,12 @@ func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, nex
 	queueHistory(ctx, p, a.key, tail, changeEntry(ctx, k, cur, next, s.now()))
 	if !a.sharded {
 		moveEntries(ctx, p, a.before, a.after)
+		if k.beside != nil {
+			k.beside(s, ctx, p, cur, next)
+		}
+		if k.marks != nil {
+			k.marks(s, ctx, p, movedEntries(a.before, a.after))
+		}
 		// The event too, where the stream shares the transaction
 		// (events.go).
 		if action, data := changeEvent(k, cur, next); action != "" {
@@ -447,7 +453,11 @@ func (a *writeAttempt[T]) finish(ctx context.Context) {
 	s := a.s
 	stale := append(a.before, a.after...)
 	if err := settle(ctx, s, a.k, a.id, stale); err == nil {
-		if publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After) == nil {
+		// The marks of what the moved entries derive, before the intent
+		// goes: a crash in between leaves the intent, whose settle marks
+		// them again.
+		if markDerived(ctx, s, a.k, movedEntries(a.before, a.after)) == nil &&
+			publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After) == nil {
 			s.rdb.HDel(ctx, s.intentsKey(), a.field)
 		}
 		return
@@ -494,6 +504,36 @@ func moveEntries(ctx context.Context, p redis.Pipeliner, before, after []ixEntry
 			p.ZAdd(ctx, e.Key, redis.Z{Score: e.Score, Member: e.Member})
 		}
 	}
+}
+
+// movedEntries are the entries a change from before to after removes or
+// adds (a score changed counts as added).
+func movedEntries(before, after []ixEntry) []ixEntry {
+	var out []ixEntry
+	for _, e := range before {
+		if !hasMember(after, e) {
+			out = append(out, e)
+		}
+	}
+	for _, e := range after {
+		if !hasEntry(before, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// markDerived writes the marks k makes of entries (marks), in one round
+// trip; none when k marks nothing.
+func markDerived[T any](ctx context.Context, s *Store, k *kind[T], entries []ixEntry) error {
+	if k.marks == nil || len(entries) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		k.marks(s, ctx, p, entries)
+		return nil
+	})
+	return err
 }
 
 func hasEntry(es []ixEntry, e ixEntry) bool {
@@ -747,13 +787,12 @@ func (x *intentsSeen) since(fields map[string]string) map[string]time.Duration {
 	return out
 }
 
-// Reconcile settles the intents that writers left behind, every interval
-// (a second when 0) until ctx ends. Only a Cluster leaves intents; every
-// app instance may run it (settling is idempotent).
+// Reconcile settles the intents that writers left behind, then places the
+// customers left marked to place by their last order (last_order.go),
+// every interval (a second when 0) until ctx ends. Only a Cluster leaves
+// intents; marks are left on any Redis. Every app instance may run it
+// (settling and placing are idempotent).
 func (s *Store) Reconcile(ctx context.Context, interval time.Duration) {
-	if !s.cluster {
-		return
-	}
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -763,8 +802,13 @@ func (s *Store) Reconcile(ctx context.Context, interval time.Duration) {
 		// A pass at once too: the intents pending at start are seen then,
 		// and taken over on the next pass.
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if _, err := s.reconcileOnce(rctx, reconcileAge); err != nil && ctx.Err() == nil {
-			s.log.Warn("settling index intents", "err", err)
+		if s.cluster {
+			if _, err := s.reconcileOnce(rctx, reconcileAge); err != nil && ctx.Err() == nil {
+				s.log.Warn("settling index intents", "err", err)
+			}
+		}
+		if _, err := s.placePending(rctx, 0); err != nil && ctx.Err() == nil {
+			s.log.Warn("placing customers by their last order", "err", err)
 		}
 		cancel()
 		select {
