@@ -303,6 +303,12 @@ func membersIDs(members []string) []int64 {
 // msgLastAdmin is the error of a write that would leave no enabled admin.
 const msgLastAdmin = "is the last enabled admin's: another admin must be made first"
 
+// errFirstUser refuses a first account that is not an enabled admin.
+func errFirstUser() error {
+	return &store.Error{Code: store.EINVALID, Message: "the first user must be an enabled admin",
+		Fields: map[string]string{"role": "must be admin: the first user must be an enabled admin"}}
+}
+
 // userGuard is the guard of a write of account id. next is the account
 // the write would store (nil: a delete), set by the write's fn before the
 // guard's check runs; keep, when not "", is a session of the account
@@ -330,8 +336,7 @@ func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 			cur, _ := decodeUser(id, h)
 			n := *next
 			if cur == nil && n != nil && count.Val() == 0 && !enabledAdmin(n) {
-				return &store.Error{Code: store.EINVALID, Message: "the first user must be an admin",
-					Fields: map[string]string{"role": "must be admin: the first user must be an enabled admin"}}
+				return errFirstUser()
 			}
 			if !enabledAdmin(cur) || enabledAdmin(n) {
 				return nil
@@ -377,8 +382,19 @@ func (s *Store) CreateUser(ctx context.Context, in store.UserInput) (*store.User
 		return nil, err
 	}
 	r := userRec{User: u, hash: hash, epoch: newEpoch()}
+	// Refused before an id is drawn, so a refused create changes nothing;
+	// the write checks both again under its WATCH.
 	if err := claimsFree(ctx, s, userKind, &r); err != nil {
 		return nil, err
+	}
+	if !enabledAdmin(&r) {
+		some, err := s.HasUsers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !some {
+			return nil, errFirstUser()
+		}
 	}
 	for range 100 {
 		id, err := s.nextID(ctx, userKind.counter)
@@ -511,8 +527,9 @@ func (s *Store) CheckPassword(ctx context.Context, name, password string) (*stor
 }
 
 // EnsureAdmin makes the admin account name with password, or makes the
-// stored one an enabled admin with that password (its other sessions
-// end).
+// stored one an enabled admin with that password. An account that is
+// already an enabled admin with that password is left as it is (its
+// sessions go on); a new password ends them.
 func (s *Store) EnsureAdmin(ctx context.Context, name, password string) (*store.User, error) {
 	role, enabled := string(store.RoleAdmin), false
 	for range 3 {
@@ -527,7 +544,20 @@ func (s *Store) EnsureAdmin(ctx context.Context, name, password string) (*store.
 			}
 			return created, err
 		}
-		updated, err := s.UpdateUser(ctx, u.ID, store.UserInput{Role: &role, Disabled: &enabled, Password: &password}, 0, "")
+		in := store.UserInput{Role: &role, Disabled: &enabled, Password: &password}
+		same, err := store.VerifyPassword(ctx, u.hash, password)
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			// The password is already this one: it is not written again,
+			// so a start of every instance leaves the sessions alone.
+			if enabledAdmin(u) {
+				return publicUser(u), nil
+			}
+			in.Password = nil
+		}
+		updated, err := s.UpdateUser(ctx, u.ID, in, 0, "")
 		if store.ErrorCode(err) == store.ENOTFOUND {
 			continue // deleted meanwhile: make it
 		}
