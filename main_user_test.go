@@ -223,4 +223,3 @@ func TestTheBinaryTakesTheUserSubcommand(t *testing.T) {
 		t.Errorf("the account the binary made: %v", err)
 	}
 }
-
