@@ -387,13 +387,10 @@ func (s *Store) CreateUser(ctx context.Context, in store.UserInput) (*store.User
 	if errs != nil {
 		return nil, userKind.invalid(errs, nil)
 	}
-	hash, err := store.HashPassword(ctx, *in.Password)
-	if err != nil {
-		return nil, err
-	}
-	r := userRec{User: u, hash: hash, epoch: newEpoch()}
-	// Refused before an id is drawn, so a refused create changes nothing;
-	// the write checks both again under its WATCH.
+	r := userRec{User: u, epoch: newEpoch()}
+	// Refused before an id is drawn (and before the password is hashed),
+	// so a refused create changes nothing; the write checks both again
+	// under its WATCH.
 	if err := claimsFree(ctx, s, userKind, &r); err != nil {
 		return nil, err
 	}
@@ -406,6 +403,11 @@ func (s *Store) CreateUser(ctx context.Context, in store.UserInput) (*store.User
 			return nil, errFirstUser()
 		}
 	}
+	hash, err := store.HashPassword(ctx, *in.Password)
+	if err != nil {
+		return nil, err
+	}
+	r.hash = hash
 	for range 100 {
 		id, err := s.nextID(ctx, userKind.counter)
 		if err != nil {
@@ -501,9 +503,12 @@ func (s *Store) AddUserNote(ctx context.Context, id int64, note string) (*store.
 	return noteOn(ctx, s, userKind, id, note)
 }
 
-// HasUsers reports whether any account exists: one command.
+// HasUsers reports whether any account exists: one command, which asks
+// two indexes (an account is in the first; an enabled admin, of whom
+// there is one while any account exists, in the second), so that an
+// index that lost its entries alone does not open the desk.
 func (s *Store) HasUsers(ctx context.Context) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.userIndex("created")).Result()
+	n, err := s.rdb.Exists(ctx, s.userIndex("created"), s.userIndex("admins")).Result()
 	return n > 0, wrap(err)
 }
 

@@ -210,6 +210,16 @@ func TestSessionsEndWithANewPasswordButTheOneThatChangedIt(t *testing.T) {
 		if _, err := s.CheckPassword(ctx, "ALICE", "another good password"); err != nil {
 			t.Errorf("the new password, the name in capitals: %v", err)
 		}
+		// An admin who sets bob's password, keeping their own session,
+		// ends bob's sessions and none of their own.
+		if _, err := s.UpdateUser(ctx, b.ID, store.UserInput{Password: ptr("bob's new password")}, 0, sessions["a2"]); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.SessionUser(ctx, sessions["b"])
+		wantCode(t, "bob's session after an admin set his password", err, store.ENOTFOUND)
+		if _, err := s.SessionUser(ctx, sessions["a2"]); err != nil {
+			t.Errorf("the admin's own session after setting bob's password: %v", err)
+		}
 		// A change of the display name ends nothing.
 		if _, err := s.UpdateUser(ctx, a.ID, store.UserInput{DisplayName: ptr("Alice")}, 0, ""); err != nil {
 			t.Fatal(err)
