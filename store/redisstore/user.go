@@ -237,7 +237,8 @@ const maxUsersScanned = 10000
 // ListUsers answers one page of the accounts by name. Without q it is
 // O(log N + page) in the name index; with q it reads the accounts by
 // name (at most maxUsersScanned: people are few) and keeps those whose
-// name or display name contains q, case aside.
+// name or display name contains q, case aside, and the account whose
+// number q is, first.
 func (s *Store) ListUsers(ctx context.Context, q store.UserQuery) (store.UserPage, error) {
 	page, perPage := max(q.Page, 1), min(max(q.PerPage, 1), store.MaxPerPage)
 	if q.PerPage == 0 {
@@ -271,11 +272,18 @@ func (s *Store) ListUsers(ctx context.Context, q store.UserQuery) (store.UserPag
 	if err != nil {
 		return out, wrap(err)
 	}
+	byID, _ := store.ParseID(needle)
 	recs, err := readRecords(ctx, s, userKind, membersIDs(members), func(u *userRec) bool {
-		return strings.Contains(u.Name, needle) || strings.Contains(strings.ToLower(u.DisplayName), needle)
+		return u.ID == byID || strings.Contains(u.Name, needle) || strings.Contains(strings.ToLower(u.DisplayName), needle)
 	})
 	if err != nil {
 		return out, err
+	}
+	// A search by an account's number finds it first, as every List's does.
+	if i := slices.IndexFunc(recs, func(u userRec) bool { return u.ID == byID }); i > 0 {
+		u := recs[i]
+		copy(recs[1:i+1], recs[:i])
+		recs[0] = u
 	}
 	out.Total = int64(len(recs))
 	for i := (page - 1) * perPage; i < len(recs) && i < page*perPage; i++ {

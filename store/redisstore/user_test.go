@@ -682,6 +682,50 @@ func TestEnsureAdminMakesOrResetsTheAccount(t *testing.T) {
 	})
 }
 
+// TestListUsersByNameAndSearch: the List is by name, paged, with the
+// total; a search keeps the accounts whose name or display name contains
+// it (case aside), and a number finds that account first.
+func TestListUsersByNameAndSearch(t *testing.T) {
+	onTargets(t, func(t *testing.T, tg testutil.Target) {
+		s := fresh(t, tg).s
+		ctx := context.Background()
+		for _, n := range []string{"root", "zed", "amy", "bob2", "carl"} {
+			role := store.RoleClerk
+			if n == "root" {
+				role = store.RoleAdmin
+			}
+			mkUser(t, s, n, role)
+		}
+		if _, err := s.UpdateUser(ctx, 5, store.UserInput{DisplayName: ptr("Carl Zwei")}, 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		names := func(p store.UserPage) string {
+			var out []string
+			for _, u := range p.Users {
+				out = append(out, u.Name)
+			}
+			return fmt.Sprintf("%v of %d", out, p.Total)
+		}
+		for _, c := range []struct {
+			q    store.UserQuery
+			want string
+		}{
+			{store.UserQuery{}, "[amy bob2 carl root zed] of 5"},
+			{store.UserQuery{PerPage: 2, Page: 2}, "[carl root] of 5"},
+			{store.UserQuery{PerPage: 2, Page: 9}, "[] of 5"},
+			{store.UserQuery{Q: "Z"}, "[carl zed] of 2"},
+			{store.UserQuery{Q: "2"}, "[zed bob2] of 2"},
+			{store.UserQuery{Q: "o", PerPage: 1, Page: 2}, "[root] of 2"},
+			{store.UserQuery{Q: "nobody"}, "[] of 0"},
+		} {
+			p, err := s.ListUsers(ctx, c.q)
+			if got := names(p); err != nil || got != c.want {
+				t.Errorf("ListUsers(%+v): %s, %v; want %s", c.q, got, err, c.want)
+			}
+		}
+	})
+}
+
 // TestCheckPasswordSaysOnlyWrongNameOrPassword: an unknown name, a wrong
 // password, a disabled account and an overlong password all get the same
 // not-found error; the right one gets the account, its name folded.
