@@ -458,15 +458,18 @@ func TestSessionsEndWhenIdleOrOld(t *testing.T) {
 		mr := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		defer c.Close()
-		s := redisstore.New(c, redisstore.Options{})
+		clk := &clock{}
+		clk.unix.Store(time.Now().Unix())
+		s := redisstore.New(c, redisstore.Options{Now: clk.Now})
+		forward := func(d time.Duration) { clk.Advance(d); mr.FastForward(d) }
 		ctx := context.Background()
 		a := mkUser(t, s, "root", store.RoleAdmin)
 		sec := start(t, s, a.ID)
-		mr.FastForward(11 * time.Hour)
+		forward(11 * time.Hour)
 		if _, err := s.SessionUser(ctx, sec); err != nil {
 			t.Fatalf("after 11 h: %v", err)
 		}
-		mr.FastForward(11 * time.Hour) // 22 h after sign-in, 11 h after its use
+		forward(11 * time.Hour) // 22 h after sign-in, 11 h after its use
 		if _, err := s.SessionUser(ctx, sec); err != nil {
 			t.Fatalf("used again 11 h after its last use: %v", err)
 		}
@@ -762,5 +765,38 @@ func TestCheckPasswordSaysOnlyWrongNameOrPassword(t *testing.T) {
 func onTargets(t *testing.T, test func(t *testing.T, tg testutil.Target)) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) { test(t, tg) })
+	}
+}
+
+// TestASessionsUseIsWrittenAtMostOnceAMinute: reading a session many
+// times within a minute writes nothing (no request is a write); past a
+// minute its use is written and its idle end moves.
+func TestASessionsUseIsWrittenAtMostOnceAMinute(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	clk := &clock{}
+	clk.unix.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Unix())
+	s := redisstore.New(c, redisstore.Options{Now: clk.Now})
+	ctx := context.Background()
+	a := mkUser(t, s, "root", store.RoleAdmin)
+	sec := start(t, s, a.ID)
+	key := sessionKeyOf(t, mr)
+	seen := mr.HGet(key, "ls")
+	for range 20 {
+		clk.Advance(2 * time.Second)
+		if _, err := s.SessionUser(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mr.HGet(key, "ls"); got != seen {
+		t.Errorf("40 s of reads moved the last use from %s to %s; want no write", seen, got)
+	}
+	clk.Advance(21 * time.Second)
+	if _, err := s.SessionUser(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	if got := mr.HGet(key, "ls"); got == seen {
+		t.Errorf("a read 61 s after sign-in left the last use at %s; want it written", got)
 	}
 }
