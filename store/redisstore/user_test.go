@@ -800,3 +800,38 @@ func TestASessionsUseIsWrittenAtMostOnceAMinute(t *testing.T) {
 		t.Errorf("a read 61 s after sign-in left the last use at %s; want it written", got)
 	}
 }
+
+// TestInstancesStartingTogetherMakeOneAdmin: several instances running
+// EnsureAdmin for one name at once (containers starting together) make
+// one account, and every one of them gets it.
+func TestInstancesStartingTogetherMakeOneAdmin(t *testing.T) {
+	onTargets(t, func(t *testing.T, tg testutil.Target) {
+		f := fresh(t, tg)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		ids := make([]int64, 4)
+		errs := make([]error, 4)
+		for i := range ids {
+			s := redisstore.New(tg.Client, redisstore.Options{Prefix: f.prefix, Cluster: tg.Cluster, Now: f.clock.Now})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, err := s.EnsureAdmin(ctx, "boss", goodPassword)
+				if u != nil {
+					ids[i] = u.ID
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		p, err := f.s.ListUsers(ctx, store.UserQuery{})
+		if err != nil || p.Total != 1 {
+			t.Fatalf("accounts after 4 EnsureAdmin at once: %+v, %v; want one", p, err)
+		}
+		for i := range ids {
+			if errs[i] != nil || ids[i] != p.Users[0].ID {
+				t.Errorf("instance %d: id %d, %v; want %d", i, ids[i], errs[i], p.Users[0].ID)
+			}
+		}
+	})
+}
