@@ -152,9 +152,21 @@ func (s *Store) SessionUser(ctx context.Context, secret string) (*store.User, er
 		return nil, wrap(err)
 	}
 	u, ok := decodeUser(id, uc.Val())
-	if !ok || u.Disabled || u.epoch != h[sfEpoch] {
+	if !ok || u.Disabled {
 		s.rdb.Del(ctx, key)
 		return nil, noSession()
+	}
+	if u.epoch != h[sfEpoch] {
+		// Ended by a new password, or given the new epoch since it was
+		// read (the session that made the change): read again. Never
+		// deleted on a read that may be stale; its TTL ends it.
+		ep, err := s.rdb.HGet(ctx, key, sfEpoch).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, wrap(err)
+		}
+		if ep != u.epoch {
+			return nil, noSession()
+		}
 	}
 	return publicUser(u), nil
 }

@@ -333,22 +333,11 @@ func errFirstUser() error {
 func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 	key := userKind.key(s, id)
 	admins, created, turns := s.userIndex("admins"), s.userIndex("created"), s.userTurns()
-	var keepKey string
-	watch := []string{admins, created, turns}
-	if keep != "" {
-		keepKey = s.sessionKey(keep)
-		watch = append(watch, keepKey)
-	}
 	idText := strconv.FormatInt(id, 10)
-	g := guard{key: key, watch: watch}
-	var keepOwner *redis.StringCmd
-	var keepTTL *redis.DurationCmd
+	g := guard{key: key, watch: []string{admins, created, turns}}
 	g.reads = func(ctx context.Context, p redis.Pipeliner) func(h map[string]string) error {
 		members := p.ZRange(ctx, admins, 0, 1)
 		count := p.ZCard(ctx, created)
-		if keepKey != "" {
-			keepOwner, keepTTL = p.HGet(ctx, keepKey, "u"), p.PTTL(ctx, keepKey)
-		}
 		return func(h map[string]string) error {
 			cur, _ := decodeUser(id, h)
 			n := *next
@@ -377,15 +366,25 @@ func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 	}
 	g.also = func(ctx context.Context, p redis.Pipeliner) {
 		p.Incr(ctx, turns)
-		n := *next
-		if keepKey == "" || n == nil || keepOwner.Val() != idText || keepTTL.Val() <= 0 {
-			return
+		if n := *next; keep != "" && n != nil {
+			// A script in the MULTI, not a WATCH of the session: its own
+			// requests renew it meanwhile, and would make the write retry.
+			p.Eval(ctx, keepSession, []string{s.sessionKey(keep)}, idText, n.epoch)
 		}
-		p.HSet(ctx, keepKey, "ep", n.epoch)
-		p.PExpire(ctx, keepKey, keepTTL.Val())
 	}
 	return g
 }
+
+// keepSession gives a session of the account its new epoch, if it is
+// still there and the account's: KEYS the session, ARGV the account id
+// and the epoch.
+const keepSession = `
+if redis.call('HGET', KEYS[1], 'u') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'ep', ARGV[2])
+  return 1
+end
+return 0
+`
 
 // CreateUser makes an account with a fresh id; its password is required.
 // The first account must be an enabled admin; a name another account has

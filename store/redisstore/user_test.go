@@ -835,3 +835,45 @@ func TestInstancesStartingTogetherMakeOneAdmin(t *testing.T) {
 		}
 	})
 }
+
+// TestAPasswordChangeWhileItsSessionIsInUse: the session that changes its
+// person's password goes on even while other requests of it renew it at
+// the same moment, and the person's other session ends.
+func TestAPasswordChangeWhileItsSessionIsInUse(t *testing.T) {
+	onTargets(t, func(t *testing.T, tg testutil.Target) {
+		f := fresh(t, tg)
+		s, ctx := f.s, context.Background()
+		a := mkUser(t, s, "root", store.RoleAdmin)
+		for round := range 10 {
+			keep, other := start(t, s, a.ID), start(t, s, a.ID)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						f.clock.Advance(time.Minute) // every read renews
+						_, _ = s.SessionUser(ctx, keep)
+					}
+				}()
+			}
+			_, err := s.UpdateUser(ctx, a.ID, store.UserInput{Password: ptr(fmt.Sprintf("password number %d", round))}, 0, keep)
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				t.Fatalf("round %d: the password change while its session is in use: %v", round, err)
+			}
+			if _, err := s.SessionUser(ctx, keep); err != nil {
+				t.Errorf("round %d: the kept session: %v", round, err)
+			}
+			_, err = s.SessionUser(ctx, other)
+			wantCode(t, fmt.Sprintf("round %d: the other session", round), err, store.ENOTFOUND)
+		}
+	})
+}
