@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -876,4 +877,51 @@ func TestAPasswordChangeWhileItsSessionIsInUse(t *testing.T) {
 			wantCode(t, fmt.Sprintf("round %d: the other session", round), err, store.ENOTFOUND)
 		}
 	})
+}
+
+// commandCounter counts the commands and pipelines a client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
+}
+
+// TestWhatEachRequestCostsRedis: HasUsers (asked on every request) is one
+// command; a session's check is two round trips, a token's two (three
+// when its use is written).
+func TestWhatEachRequestCostsRedis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	s := redisstore.New(c, redisstore.Options{})
+	ctx := context.Background()
+	a := mkUser(t, s, "root", store.RoleAdmin)
+	sec := start(t, s, a.ID)
+	_, tok, _ := s.CreateToken(ctx, a.ID, "t", store.RoleAdmin)
+	if _, _, err := s.TokenUser(ctx, tok); err != nil { // its first use is written
+		t.Fatal(err)
+	}
+	cc := &commandCounter{}
+	c.AddHook(cc)
+	for _, m := range []struct {
+		what string
+		do   func() error
+		want int64
+	}{
+		{"HasUsers", func() error { _, err := s.HasUsers(ctx); return err }, 1},
+		{"SessionUser", func() error { _, err := s.SessionUser(ctx, sec); return err }, 2},
+		{"TokenUser", func() error { _, _, err := s.TokenUser(ctx, tok); return err }, 2},
+	} {
+		cc.n.Store(0)
+		if err := m.do(); err != nil {
+			t.Fatalf("%s: %v", m.what, err)
+		}
+		if got := cc.n.Load(); got != m.want {
+			t.Errorf("%s: %d round trips; want %d", m.what, got, m.want)
+		}
+	}
 }
