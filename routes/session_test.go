@@ -2,6 +2,8 @@ package routes
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -503,4 +505,71 @@ func cookieNamed(r *testutil.Resp, name string) *http.Cookie {
 		}
 	}
 	return nil
+}
+
+func TestSessionsEndAfter12HoursUnusedOr7DaysInAll(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			clock := newSettableClock()
+			st := redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster, Now: clock.Now})
+			addAccount(t, st, "admin", store.RoleAdmin)
+			a := newTestApp(t, tg.Name, st)
+			// Each use renews the idle time: used every 11 hours, a session
+			// lives on, until 7 days after the sign-in.
+			s, idle := a.signIn(t, "admin"), a.signIn(t, "admin")
+			for used := 11 * time.Hour; used < store.SessionAbsolute; used += 11 * time.Hour {
+				clock.Advance(11 * time.Hour)
+				a.get(t, "/orders", as(s, testutil.HJSON)).WantStatus(t, http.StatusOK)
+			}
+			// The other, unused for more than 12 hours, ended long ago.
+			wantUnsigned(t, a.get(t, "/orders", as(idle, testutil.HJSON)))
+			clock.Advance(store.SessionAbsolute - (store.SessionAbsolute/(11*time.Hour))*11*time.Hour + time.Second)
+			wantSignInRedirect(t, a.get(t, "/orders", as(s, testutil.HPage)), "/orders")
+			// Unused: 12 hours is the end.
+			fresh := a.signIn(t, "admin")
+			clock.Advance(store.SessionIdle - time.Minute)
+			a.get(t, "/orders", as(fresh, testutil.HJSON)).WantStatus(t, http.StatusOK)
+			clock.Advance(store.SessionIdle + time.Second)
+			wantUnsigned(t, a.get(t, "/orders", as(fresh, testutil.HJSON)))
+		})
+	}
+}
+
+func TestTheRequestLogNamesThePerson(t *testing.T) {
+	logs := &syncBuffer{}
+	a := peopleApp(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	clerk := addAccount(t, a.store, "clerk", store.RoleClerk)
+	_, token, err := a.store.CreateToken(context.Background(), clerk.ID, "till", store.RoleClerk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.signIn(t, "admin")
+	for _, c := range []struct {
+		h    testutil.H
+		want string
+	}{
+		{as(s, testutil.HPage), "admin"},
+		{bearer(token, testutil.HJSON), "clerk"},
+		{testutil.HJSON, "anonymous"},
+	} {
+		r := a.get(t, "/orders", c.h)
+		id := r.Header.Get("X-Request-Id")
+		found := false
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var line struct {
+				Msg       string `json:"msg"`
+				RequestID string `json:"request_id"`
+				Person    string `json:"person"`
+			}
+			if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "request" && line.RequestID == id {
+				found = true
+				if line.Person != c.want {
+					t.Errorf("%s: the request's log line names %q, want %q", r.What, line.Person, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no request log line with its id %s", r.What, id)
+		}
+	}
 }
