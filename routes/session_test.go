@@ -125,6 +125,9 @@ func TestProtectedModeOpensTheDeskUntilTheFirstAccountIsMade(t *testing.T) {
 	}
 	// The sign-in form says why nobody can sign in.
 	a.get(t, signInPath, testutil.HPage).WantContains(t, "No account exists yet")
+	if f := a.get(t, signInPath, testutil.HJSON).WantStatus(t, http.StatusOK).Object(t); f["open"] != true || f["signed_in"] != false {
+		t.Errorf("GET %s as JSON in protected mode: %v, want open and not signed in", signInPath, f)
+	}
 
 	// The first account closes the desk at once, on every path but the
 	// open ones.
@@ -134,6 +137,9 @@ func TestProtectedModeOpensTheDeskUntilTheFirstAccountIsMade(t *testing.T) {
 	a.get(t, signInPath, testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, banner, "No account exists yet")
 	s := a.signIn(t, "admin")
 	a.get(t, "/orders", as(s, testutil.HPage)).WantStatus(t, http.StatusOK).WantLacks(t, banner)
+	if f := a.get(t, signInPath, as(s, testutil.HJSON)).WantStatus(t, http.StatusOK).Object(t); f["open"] != false || f["signed_in"] != true {
+		t.Errorf("GET %s as JSON signed in: %v, want not open and signed in", signInPath, f)
+	}
 }
 
 func TestWithoutAPersonEachRepresentationIsSentToSignIn(t *testing.T) {
