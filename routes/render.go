@@ -48,7 +48,9 @@ var errNotAcceptable = fiber.NewError(fiber.StatusNotAcceptable, "this resource 
 
 // negotiate picks the representation from Accept and the htmx headers.
 func negotiate(c *fiber.Ctx) (repr, error) {
-	c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target")
+	// A page shows who it is for (the header, the controls their rights
+	// allow): a browser that signs in as someone else must not reuse it.
+	c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target", "Cookie")
 	html, json, jsonFirst := acceptQ(c.Get(fiber.HeaderAccept))
 	switch {
 	case json > html || (json == html && json > 0 && jsonFirst):
@@ -158,6 +160,9 @@ type response struct {
 	// HXLocation sends htmx to another page (nothing is left to show where
 	// the request came from): no body, the notice as a flash.
 	HXLocation string
+	// HXRedirect sends the browser to another page, loaded whole (the
+	// header changes with who is signed in): no body, the notice as a flash.
+	HXRedirect string
 	// Trigger is an HX-Trigger header: events for elements of the page.
 	Trigger string
 
@@ -230,13 +235,18 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 			c.Set("HX-Location", out.HXLocation)
 			return c.Status(status).Send(nil)
 		}
+		if out.HXRedirect != "" {
+			setFlash(c, out.Notice)
+			c.Set("HX-Redirect", out.HXRedirect)
+			return c.Status(status).Send(nil)
+		}
 		for _, h := range [...][2]string{{"HX-Push-Url", out.PushURL}, {"HX-Replace-Url", out.ReplaceURL}, {"HX-Trigger", out.Trigger}} {
 			if h[1] != "" {
 				c.Set(h[0], h[1])
 			}
 		}
 		cache()
-		v := out.view(res)
+		v := out.view(c, res)
 		v.TitleSwap = titleSwap(c, res)
 		c.Status(status)
 		return c.Render(out.Partial, v, layoutBare)
@@ -246,7 +256,7 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		return c.Redirect(out.Redirect, fiber.StatusSeeOther)
 	}
 	cache()
-	v := out.view(res)
+	v := out.view(c, res)
 	if v.Notice == nil {
 		v.Notice = takeFlash(c) // after cache(): a one-time notice is no-store
 	}
@@ -257,13 +267,14 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 	return c.Render(out.Partial, v, layoutPage)
 }
 
-// view is out's View (an empty one when it has none) with the resource and
-// the notice.
-func (out *response) view(res *resource) *view {
+// view is out's View (an empty one when it has none) with the resource,
+// the notice and the person it is rendered for.
+func (out *response) view(c *fiber.Ctx, res *resource) *view {
 	v := out.View
 	if v == nil {
 		v = &view{}
 	}
+	v.who = personOf(c)
 	if v.R == nil {
 		v.R = res
 	}
@@ -307,6 +318,9 @@ type view struct {
 	// results): it carries the document title, which htmx applies (it takes
 	// a <title> from any response it swaps). Row fragments carry none.
 	TitleSwap bool
+	// who is the person the page is rendered for: what it offers follows
+	// their rights (Can, NavEntries).
+	who *person
 	// LiveAfter is the cursor of the resource's newest event when a page
 	// was rendered: the page's event stream starts after it (?after=), so
 	// nothing made between the render and the connection is missed.
@@ -327,7 +341,7 @@ func (v *view) DocTitle() string {
 func (v *view) Row(rec any) *view {
 	p := reflect.New(reflect.TypeOf(rec))
 	p.Elem().Set(reflect.ValueOf(rec))
-	return &view{R: v.R, Record: p.Interface()}
+	return &view{R: v.R, Record: p.Interface(), who: v.who}
 }
 
 // Description is the page's meta description: what the record shows, or
@@ -433,9 +447,9 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		}
 	}
 	if status == fiber.StatusUnauthorized {
-		// No page around it: the browser shows its own sign-in prompt.
-		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
-		return c.Status(status).SendString(msg + "\n")
+		// Programs sign in with a token; a browser is sent to the sign-in
+		// form instead (unsigned), and Bearer brings up no prompt.
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="Orders"`)
 	}
 	if status >= 500 && status != fiber.StatusServiceUnavailable {
 		h.log.Error("request failed", "err", err, "path", c.Path(), "request_id", requestIDOf(c))

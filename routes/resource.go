@@ -329,12 +329,10 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 				return err
 			}
 			// Who changes records through this request, and how: the
-			// history records it (actor and via: web for pages, api for JSON).
-			via := "web"
-			if rp == reprJSON {
-				via = "api"
-			}
-			c.SetUserContext(store.WithActor(c.UserContext(), actorName(c), via))
+			// history records it (actor; via: web for pages, api for
+			// JSON, token:<name> for a token).
+			p := personOf(c)
+			c.SetUserContext(store.WithActor(c.UserContext(), p.Name, p.via(rp == reprJSON)))
 			out, err := fn(c, rp)
 			if err != nil {
 				return err
