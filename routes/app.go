@@ -177,7 +177,7 @@ func New(cfg Config) (*fiber.App, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	for _, r := range resources {
-		app.Get(r.EventsPath(), live.events(h.feeds[r.Feed]))
+		app.Get(r.EventsPath(), r.need(actRead), live.events(h.feeds[r.Feed]))
 	}
 	apis := make([]apiResource, 0, len(resources))
 	for _, r := range resources {

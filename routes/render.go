@@ -236,7 +236,7 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 			}
 		}
 		cache()
-		v := out.view(res)
+		v := out.view(c, res)
 		v.TitleSwap = titleSwap(c, res)
 		c.Status(status)
 		return c.Render(out.Partial, v, layoutBare)
@@ -246,7 +246,7 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		return c.Redirect(out.Redirect, fiber.StatusSeeOther)
 	}
 	cache()
-	v := out.view(res)
+	v := out.view(c, res)
 	if v.Notice == nil {
 		v.Notice = takeFlash(c) // after cache(): a one-time notice is no-store
 	}
@@ -257,13 +257,14 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 	return c.Render(out.Partial, v, layoutPage)
 }
 
-// view is out's View (an empty one when it has none) with the resource and
-// the notice.
-func (out *response) view(res *resource) *view {
+// view is out's View (an empty one when it has none) with the resource,
+// the notice and the person it is rendered for.
+func (out *response) view(c *fiber.Ctx, res *resource) *view {
 	v := out.View
 	if v == nil {
 		v = &view{}
 	}
+	v.who = personOf(c)
 	if v.R == nil {
 		v.R = res
 	}
@@ -307,6 +308,9 @@ type view struct {
 	// results): it carries the document title, which htmx applies (it takes
 	// a <title> from any response it swaps). Row fragments carry none.
 	TitleSwap bool
+	// who is the person the page is rendered for: what it offers follows
+	// their rights (Can, NavEntries).
+	who *person
 	// LiveAfter is the cursor of the resource's newest event when a page
 	// was rendered: the page's event stream starts after it (?after=), so
 	// nothing made between the render and the connection is missed.
@@ -327,7 +331,7 @@ func (v *view) DocTitle() string {
 func (v *view) Row(rec any) *view {
 	p := reflect.New(reflect.TypeOf(rec))
 	p.Elem().Set(reflect.ValueOf(rec))
-	return &view{R: v.R, Record: p.Interface()}
+	return &view{R: v.R, Record: p.Interface(), who: v.who}
 }
 
 // Description is the page's meta description: what the record shows, or
