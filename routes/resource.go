@@ -117,7 +117,7 @@ type example struct {
 // resources are the resources the application serves, the first the one
 // "/" leads to: the one registration list. Routes, live-event streams,
 // the navigation and the meta descriptions walk it.
-var resources = []*resource{orderResource, productResource, customerResource}
+var resources = []*resource{orderResource, productResource, customerResource, userResource}
 
 // navEntry is one entry of the site's navigation.
 type navEntry struct {
@@ -354,7 +354,7 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 			// history records it (actor; via: web for pages, api for
 			// JSON, token:<name> for a token).
 			p := personOf(c)
-			c.SetUserContext(store.WithActor(c.UserContext(), p.Name, p.via(rp == reprJSON)))
+			c.SetUserContext(withPerson(store.WithActor(c.UserContext(), p.Name, p.via(rp == reprJSON)), p))
 			out, err := fn(c, rp)
 			if err != nil {
 				return err
@@ -728,7 +728,11 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		}
 		if se.Code == store.EINVALID || cur == nil {
 			f.setErrors(se.Fields)
-			if row {
+			if len(se.Fields) == 0 {
+				// A refusal of no one field (the last admin): the alert
+				// region says why.
+				out.Notice = errorNotice(m.R.Named(id) + " was not saved: " + se.Message + ".")
+			} else if row {
 				// The row has no summary of its own: the alert region says it
 				// (and replaces any earlier notice).
 				out.Notice = errorNotice(m.R.Named(id) + " was not saved: please correct the marked fields.")

@@ -163,6 +163,14 @@ func (v *view) NavEntries() []navEntry {
 	return out
 }
 
+// IsAdmin reports whether the page's person has every right.
+func (v *view) IsAdmin() bool { return v.who != nil && v.who.can(store.RoleAdmin) }
+
+// IsSelf reports whether account id is the page's person's own.
+func (v *view) IsSelf(id int64) bool {
+	return v.who != nil && v.who.User != nil && v.who.User.ID == id
+}
+
 // recordID is the ID of a record a view shows (0: none).
 func recordID(rec any) int64 {
 	v := reflect.ValueOf(rec)
