@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ func init() {
 			{Method: fiber.MethodPost, Path: "/tokens", Action: actUpdate, Handler: t.make},
 			{Method: fiber.MethodDelete, Path: "/tokens/:tid<int>", Action: actUpdate, Handler: t.revoke},
 		}
+		hs.API.More = describeTokens
 		return hs
 	}
 }
@@ -498,4 +500,28 @@ func (t tokenHandlers) revoke(c *fiber.Ctx, rp repr) (*response, error) {
 	back := userResource.MemberPath(id)
 	return &response{Status: fiber.StatusNoContent, Notice: successNotice("Token revoked: it no longer works."),
 		Redirect: back, HXLocation: back}, nil
+}
+
+// describeTokens adds a person's tokens to the OpenAPI description.
+func describeTokens(d *apiDoc, paths obj) {
+	tok := d.schemaOf(reflect.TypeFor[store.Token]())
+	made := d.schemaOf(reflect.TypeFor[tokenJSON]())
+	tokens := userResource.Path() + "/{id}/tokens"
+	in := d.inputSchema(describeFields(tokenFields), reflect.TypeFor[store.Token](), true)
+	created := answer("made: token is its secret, shown this once", made)
+	created["headers"] = obj{"Location": obj{"schema": obj{"type": "string"}}}
+	paths[tokens] = obj{
+		"get": op("listTokens", "a person's tokens, newest first (their own, or an admin's)", []any{idParam}, nil,
+			responses(map[int]obj{200: answer("the tokens", obj{"type": "object", "additionalProperties": false,
+				"required": []string{"tokens"}, "properties": obj{"tokens": obj{"type": "array", "items": tok}}})}, false)),
+		"post": op("makeToken", "make a token with a role at most the person's", []any{idParam}, in,
+			responses(map[int]obj{201: created, 422: answer("invalid values: a message by field", errorSchema(nil))}, true)),
+	}
+	tid := obj{"name": "tid", "in": "path", "required": true, "description": "the token's id",
+		"schema": obj{"type": "string", "pattern": idPattern}}
+	paths[tokens+"/{tid}"] = obj{
+		"delete": op("revokeToken", "revoke a token: it stops working at once", []any{idParam, tid}, nil,
+			responses(map[int]obj{204: obj{"description": "revoked"}, 200: answer("htmx: revoked", nil),
+				303: answer("a plain form's revoke", nil)}, true)),
+	}
 }
