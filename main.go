@@ -45,6 +45,12 @@ const logSummaryEvery = 10 * time.Second
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "user" {
+		run = func(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+			return runUser(ctx, args[1:], lookupEnv, os.Stdin, stdout, stderr)
+		}
+	}
 	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)
@@ -83,7 +89,13 @@ type config struct {
 	metricsAddr string
 	// logFormat: "text" or "json".
 	logFormat string
+	// admin, when set, is ORDERS_ADMIN's account: made, or made an
+	// enabled admin with this password, at start.
+	admin *adminAccount
 }
+
+// adminAccount is the name and password of ORDERS_ADMIN.
+type adminAccount struct{ name, password string }
 
 // parseConfig reads the flags in args and the variables lookupEnv finds
 // (os.LookupEnv in main; tests give their own, so the environment they run
@@ -154,6 +166,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	if (c.authUser == "") != (c.authPassword == "") {
 		return c, errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
 	}
+	if v := env("ORDERS_ADMIN", ""); v != "" {
+		if c.admin, err = parseAdmin(v); err != nil {
+			return c, err
+		}
+	}
 	if v := env("ORDERS_SNAPSHOT_INTERVAL", ""); v != "" {
 		if c.snapshotEvery, err = time.ParseDuration(v); err != nil || c.snapshotEvery <= 0 {
 			return c, fmt.Errorf("ORDERS_SNAPSHOT_INTERVAL must be a positive duration such as 500ms, not %q", v)
@@ -171,6 +188,24 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	}
 	return c, nil
 }
+
+// parseAdmin reads ORDERS_ADMIN, name:password. The error never repeats
+// the password.
+func parseAdmin(v string) (*adminAccount, error) {
+	name, password, ok := strings.Cut(v, ":")
+	if !ok {
+		return nil, errors.New("ORDERS_ADMIN must be name:password (a sign-in name, a colon, then the password)")
+	}
+	if _, errs := store.ApplyUser(nil, store.UserInput{Name: &name, Role: ptr(string(store.RoleAdmin)), Password: &password}); errs != nil {
+		if msg := errs["name"]; msg != "" {
+			return nil, fmt.Errorf("ORDERS_ADMIN must be name:password: the name %s", msg)
+		}
+		return nil, fmt.Errorf("ORDERS_ADMIN must be name:password: the password %s", errs["password"])
+	}
+	return &adminAccount{store.FoldUserName(name), password}, nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // envInt reads a whole number that is not negative from the variable
 // name, def when it is unset.
@@ -376,6 +411,12 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 	// over with loss) is noticed within a few seconds and recovered from.
 	go st.WatchForgetting(ctx, 0)
 
+	if cfg.admin != nil {
+		if err := ensureAdmin(ctx, st, cfg.admin, log); err != nil {
+			return nil, nil, err
+		}
+	}
+
 	if cfg.seed > 0 {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		start := time.Now()
@@ -397,6 +438,146 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 		return nil, nil, err
 	}
 	return app, closeSt, nil
+}
+
+// adminWait is how long the start waits for Redis to take ORDERS_ADMIN's
+// account: the service does not answer while the desk could still be
+// open to everyone against the operator's wish.
+const adminWait = 30 * time.Second
+
+// ensureAdmin makes ORDERS_ADMIN's account an enabled admin with its
+// password, trying again every second while Redis does not answer (at
+// most adminWait).
+func ensureAdmin(ctx context.Context, st *redisstore.Store, a *adminAccount, log *slog.Logger) error {
+	actx := store.WithActor(ctx, "ORDERS_ADMIN", "start")
+	deadline := time.Now().Add(adminWait)
+	for {
+		u, err := st.EnsureAdmin(actx, a.name, a.password)
+		if err == nil {
+			log.Info("ORDERS_ADMIN: the account is an enabled admin", "name", u.Name, "id", u.ID)
+			return nil
+		}
+		if store.ErrorCode(err) != store.EUNAVAILABLE || time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("ORDERS_ADMIN: %w", err)
+		}
+		log.Warn("ORDERS_ADMIN: Redis does not answer yet; trying again in a second", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// runUser is the user subcommand: "user add NAME -role ROLE" makes an
+// account with the password read from stdin (one line), against the
+// Redis the server is configured with (-redis, REDIS_URL; the embedded
+// store's -data file when none, which only a stopped server leaves free).
+func runUser(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	const usage = "usage: orders user add NAME -role viewer|clerk|manager|admin [-redis URL] [-data FILE] < password"
+	if len(args) == 0 || args[0] != "add" {
+		return errors.New(usage)
+	}
+	args = args[1:]
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	env := func(v, def string) string {
+		if s, ok := lookupEnv(v); s != "" || ok && v == "DATA_FILE" {
+			return s
+		}
+		return def
+	}
+	fl := flag.NewFlagSet("orders user add", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	role := fl.String("role", "", "the account's role: viewer, clerk, manager or admin (the first account must be an admin)")
+	var cfg config
+	fl.StringVar(&cfg.redis, "redis", env("REDIS_URL", ""), "the server's Redis, as its -redis (env REDIS_URL)")
+	fl.StringVar(&cfg.data, "data", env("DATA_FILE", "data/orders.json"), "the embedded store's snapshot file, as the server's -data; the server must be stopped (env DATA_FILE)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if name == "" && fl.NArg() > 0 {
+		name = fl.Arg(0)
+	} else if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected %q; %s", fl.Arg(0), usage)
+	}
+	if name == "" {
+		return errors.New("the account's name is missing; " + usage)
+	}
+	if *role == "" {
+		return errors.New("-role is required: viewer, clerk, manager or admin; " + usage)
+	}
+	if f, ok := stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintf(stderr, "password for %s (at least %d characters; it is shown as you type): ", store.FoldUserName(name), store.MinPassword)
+		}
+	}
+	password, err := readPasswordLine(stdin)
+	if err != nil {
+		return err
+	}
+	if _, errs := store.ApplyUser(nil, store.UserInput{Name: &name, Role: role, Password: &password}); errs != nil {
+		for _, f := range []string{"name", "role", "password"} {
+			if msg := errs[f]; msg != "" {
+				return fmt.Errorf("the %s %s", f, msg)
+			}
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, closeStore, err := openStore(cfg, nil, log, stderr)
+	if err != nil {
+		if cfg.redis == "" {
+			return fmt.Errorf("%w (the embedded store %s can only be changed while the server is stopped: run this with the server's -redis, or use the Users page)", err, cfg.data)
+		}
+		return err
+	}
+	defer closeAndKeep(closeStore, &err)
+	cctx, cancel := context.WithTimeout(store.WithActor(ctx, "orders user add", "cli"), 30*time.Second)
+	defer cancel()
+	u, err := st.CreateUser(cctx, store.UserInput{Name: &name, Role: role, Password: &password})
+	if err != nil {
+		var se *store.Error
+		if errors.As(err, &se) && len(se.Fields) > 0 {
+			for f, msg := range se.Fields {
+				return fmt.Errorf("the %s %s", f, msg)
+			}
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "made user %d, %s (%s)\n", u.ID, u.Name, u.Role)
+	return nil
+}
+
+// readPasswordLine reads one line from r: the password, without its line
+// end. Nothing past the first line is read, and a line far longer than
+// any password is refused rather than read whole.
+func readPasswordLine(r io.Reader) (string, error) {
+	buf := make([]byte, 0, 64)
+	one := make([]byte, 1)
+	for {
+		n, err := r.Read(one)
+		if n == 1 {
+			if one[0] == '\n' {
+				break
+			}
+			if len(buf) > store.MaxPassword+1 {
+				return "", fmt.Errorf("the password must be at most %d bytes", store.MaxPassword)
+			}
+			buf = append(buf, one[0])
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the password from stdin: %w", err)
+		}
+	}
+	pw := strings.TrimSuffix(string(buf), "\r")
+	if pw == "" {
+		return "", errors.New("no password on stdin: give it as one line, e.g. printf '%s\\n' \"$PASSWORD\" | orders user add NAME -role ROLE")
+	}
+	return pw, nil
 }
 
 // embeddedIOTimeout bounds a read of the embedded store's answer.

@@ -2,7 +2,17 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
 )
 
 // People: the accounts that sign in to the desk, their sessions and their
@@ -12,6 +22,9 @@ import (
 // account exists the desk is open to everyone (protected mode); the first
 // account must be an admin, and the last enabled admin can be neither
 // disabled, demoted nor deleted.
+
+// UserEvents names the accounts' event feed (Service.Feed).
+const UserEvents = "u"
 
 // Role is what a person may do. Each role has the rights of the ones
 // before it.
@@ -169,4 +182,230 @@ type Users interface {
 	// use; ENOTFOUND when revoked, unknown, or its account is disabled.
 	// The role a request with it has is the lower of the two.
 	TokenUser(ctx context.Context, secret string) (*User, *Token, error)
+}
+
+// Sign-in names are folded to lower case: "Alice" signs in as "alice",
+// and two accounts never differ by case alone.
+
+// msgUserName says what a sign-in name may hold.
+const msgUserName = "must be 1 to 64 of a-z, 0-9, dot, underscore and hyphen"
+
+// FoldUserName is the stored form of a sign-in name as typed: spaces
+// around it trimmed, upper case folded to lower. It does not check it.
+func FoldUserName(raw string) string {
+	return strings.ToLower(strings.TrimSpace(raw))
+}
+
+// checkUserName folds and checks a sign-in name.
+func checkUserName(raw string) (string, string) {
+	v := FoldUserName(raw)
+	if v == "" {
+		return "", "is required"
+	}
+	if len(v) > MaxUserName {
+		return "", msgUserName
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return "", msgUserName
+		}
+	}
+	return v, ""
+}
+
+// CheckNewPassword is what is wrong with a new password ("" when it is
+// good): at least MinPassword characters, at most MaxPassword bytes,
+// valid UTF-8 without control characters. It is kept as typed, never
+// trimmed.
+func CheckNewPassword(pw string) string {
+	switch {
+	case !utf8.ValidString(pw):
+		return "must be valid UTF-8 text"
+	case utf8.RuneCountInString(pw) < MinPassword:
+		return "must be at least " + strconv.Itoa(MinPassword) + " characters"
+	case len(pw) > MaxPassword:
+		return "must be at most " + strconv.Itoa(MaxPassword) + " bytes"
+	case hasControl(pw, false):
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// ApplyUser validates in against the stored account cur (nil on create)
+// and returns the resulting account, or the field errors. A new
+// password is checked here and hashed by the store (it is not part of
+// User). The display name defaults to the sign-in name. Name, role and
+// password are required on a create.
+func ApplyUser(cur *User, in UserInput) (User, map[string]string) {
+	errs := map[string]string{}
+	var u User
+	if cur != nil {
+		u = *cur
+	}
+	switch {
+	case in.Name != nil:
+		if v, msg := checkUserName(*in.Name); msg != "" {
+			errs["name"] = msg
+		} else {
+			u.Name = v
+		}
+	case cur == nil:
+		errs["name"] = "is required"
+	}
+	if in.DisplayName != nil {
+		if v, msg := CheckText(*in.DisplayName, MaxDisplayName, false, false); msg != "" {
+			errs["display_name"] = msg
+		} else {
+			u.DisplayName = v
+		}
+	}
+	if u.DisplayName == "" && errs["display_name"] == "" {
+		u.DisplayName = u.Name
+	}
+	switch {
+	case in.Role != nil:
+		if r := Role(strings.TrimSpace(*in.Role)); r.Valid() {
+			u.Role = r
+		} else {
+			errs["role"] = "must be one of viewer, clerk, manager, admin"
+		}
+	case cur == nil:
+		errs["role"] = "is required"
+	}
+	if in.Disabled != nil {
+		u.Disabled = *in.Disabled
+	}
+	switch {
+	case in.Password != nil:
+		if msg := CheckNewPassword(*in.Password); msg != "" {
+			errs["password"] = msg
+		}
+	case cur == nil:
+		errs["password"] = "is required"
+	}
+	if len(errs) > 0 {
+		return User{}, errs
+	}
+	return u, nil
+}
+
+// Passwords are kept as argon2id hashes in the PHC string format,
+// $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<hash> (base64
+// without padding), so the parameters can change and old hashes still
+// check. The parameters are the OWASP recommendation for argon2id: 19 MiB
+// of memory, 2 passes, 1 lane (about 30 ms on one core of the machine
+// this was written on). At most hashSlots hashes run at once, which bounds
+// their memory whatever the number of sign-ins.
+const (
+	argonMemory  = 19 * 1024 // KiB
+	argonTime    = 2
+	argonThreads = 1
+	argonSaltLen = 16
+	argonKeyLen  = 32
+	hashSlots    = 4
+	// A stored hash asking for more than this (damaged, or from a
+	// hostile copy) is not checked.
+	argonMaxMemory = 256 * 1024
+	argonMaxTime   = 10
+)
+
+// hashing bounds the hashes running at once.
+var hashing = make(chan struct{}, hashSlots)
+
+// hashSlot waits for a hash slot (or ctx's end); release gives it back.
+func hashSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case hashing <- struct{}{}:
+		return func() { <-hashing }, nil
+	case <-ctx.Done():
+		return nil, &Error{Code: EUNAVAILABLE, Message: "too many sign-ins at once; try again in a moment", Err: ctx.Err()}
+	}
+}
+
+// HashPassword returns the argon2id hash of pw, with a fresh random salt,
+// in the PHC string format.
+func HashPassword(ctx context.Context, pw string) (string, error) {
+	salt := make([]byte, argonSaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	release, err := hashSlot(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	return encodeHash(argonMemory, argonTime, argonThreads, salt, key), nil
+}
+
+func encodeHash(m, t uint32, p uint8, salt, key []byte) string {
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, m, t, p, b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+// parsedHash is an argon2id hash read from its PHC string.
+type parsedHash struct {
+	m, t      uint32
+	p         uint8
+	salt, key []byte
+}
+
+// parseHash reads a PHC string; ok is false for anything but an argon2id
+// hash of this version with parameters within bounds.
+func parseHash(encoded string) (h parsedHash, ok bool) {
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" || parts[2] != "v="+strconv.Itoa(argon2.Version) {
+		return h, false
+	}
+	var p uint32
+	if n, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &h.m, &h.t, &p); n != 3 || err != nil {
+		return h, false
+	}
+	if h.m < 8 || h.m > argonMaxMemory || h.t < 1 || h.t > argonMaxTime || p < 1 || p > 16 {
+		return h, false
+	}
+	h.p = uint8(p)
+	var err1, err2 error
+	h.salt, err1 = base64.RawStdEncoding.DecodeString(parts[4])
+	h.key, err2 = base64.RawStdEncoding.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(h.salt) < 8 || len(h.key) < 16 || len(h.key) > 64 {
+		return h, false
+	}
+	return h, true
+}
+
+// VerifyPassword reports whether pw is the password encoded hashes (a
+// PHC string HashPassword made), comparing in constant time. A hash that
+// cannot be read matches nothing, but takes as long to refuse.
+func VerifyPassword(ctx context.Context, encoded, pw string) (bool, error) {
+	h, ok := parseHash(encoded)
+	if !ok {
+		h = dummyHash()
+	}
+	release, err := hashSlot(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	key := argon2.IDKey([]byte(pw), h.salt, h.t, h.m, h.p, uint32(len(h.key)))
+	return subtle.ConstantTimeCompare(key, h.key) == 1 && ok, nil
+}
+
+// dummyHash is a hash of no one's password with the current parameters:
+// a check against it costs what a real one does, so a name that is not
+// stored takes as long to refuse as a wrong password.
+var dummyHash = sync.OnceValue(func() parsedHash {
+	salt := make([]byte, argonSaltLen)
+	_, _ = rand.Read(salt)
+	key := make([]byte, argonKeyLen)
+	_, _ = rand.Read(key)
+	return parsedHash{m: argonMemory, t: argonTime, p: argonThreads, salt: salt, key: key}
+})
+
+// DummyPasswordCheck costs what a VerifyPassword does and matches
+// nothing: for a sign-in whose name is not stored.
+func DummyPasswordCheck(ctx context.Context, pw string) error {
+	_, err := VerifyPassword(ctx, "", pw)
+	return err
 }

@@ -139,6 +139,22 @@ func (c fieldChanges) add(name string, from, to any, created bool) {
 	}
 }
 
+func isSecret(v any) bool {
+	_, ok := v.(secret)
+	return ok
+}
+
+// addSecret records that a secret was set (a create) or changed,
+// without its values.
+func (c fieldChanges) addSecret(name string, changed, created bool) {
+	switch {
+	case created:
+		c[name] = store.FieldChange{To: "set"}
+	case changed:
+		c[name] = store.FieldChange{To: "changed"}
+	}
+}
+
 func (c fieldChanges) orNil() map[string]store.FieldChange {
 	if len(c) == 0 {
 		return nil
@@ -160,7 +176,11 @@ func diffRecord[T any](k *kind[T], before, after *T) (map[string]store.FieldChan
 		if !created {
 			from = f.value(before)
 		}
-		c.add(f.name, from, f.value(after), created)
+		if to := f.value(after); isSecret(to) {
+			c.addSecret(f.name, from != to, created)
+		} else {
+			c.add(f.name, from, to, created)
+		}
 	}
 	var items *store.ItemChanges
 	if k.rows != nil {

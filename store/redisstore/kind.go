@@ -107,10 +107,15 @@ type recordMeta struct {
 
 // recordField is one value of a record as its history names it: value
 // returns something comparable with == (a string, a bool).
+// A value of type secret (a password hash) is compared but never written:
+// the history says only that it was set or changed.
 type recordField[T any] struct {
 	name  string
 	value func(r *T) any
 }
+
+// secret is a recordField value the history never shows.
+type secret string
 
 // version returns a record's version.
 func (k *kind[T]) version(r *T) int64 { return *k.meta(r).Version }

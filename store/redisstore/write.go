@@ -153,7 +153,7 @@ func write[T any](ctx context.Context, s *Store, k *kind[T], id int64, fn func(c
 				return a.ch, err
 			}
 		}
-		err := s.rdb.Watch(ctx, a.commit(ctx), w.key, historyKey(w.key), notesKey(w.key))
+		err := s.rdb.Watch(ctx, a.commit(ctx), append([]string{w.key, historyKey(w.key), notesKey(w.key)}, w.guard.watch...)...)
 		if errors.Is(err, redis.TxFailedErr) {
 			if a.field != "" {
 				// Nothing happened; the reconciler would find that too.
@@ -202,9 +202,16 @@ type writer[T any] struct {
 // record's hash as read, refuses the write with an error once fn has
 // accepted it. A key written under that WATCH by someone else after the
 // read must also touch the record, or the guard's read is stale.
+//
+// watch lists more keys (in the record's slot) the write WATCHes with
+// the record: a guard whose condition is on keys that other records'
+// writes change names them. also, when set, queues more commands (on keys
+// in the record's slot) in the write's MULTI, when it changes the record.
 type guard struct {
 	key   string // the record key it is for
 	reads func(ctx context.Context, p redis.Pipeliner) (check func(h map[string]string) error)
+	watch []string
+	also  func(ctx context.Context, p redis.Pipeliner)
 }
 
 type guardKey struct{}
@@ -429,6 +436,9 @@ func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, nex
 	// The history entry, in the same transaction (its key has the
 	// record's hash tag, and is watched): exactly one per change.
 	queueHistory(ctx, p, a.key, tail, changeEntry(ctx, k, cur, next, s.now()))
+	if a.guard.also != nil {
+		a.guard.also(ctx, p)
+	}
 	if !a.sharded {
 		moveEntries(ctx, p, a.before, a.after)
 		// The event too, where the stream shares the transaction
