@@ -688,9 +688,11 @@ var funcs = template.FuncMap{
 	"isodate": func(t time.Time) string {
 		return t.UTC().Format(time.RFC3339)
 	},
-	"title":    statusTitle,
-	"statuses": func() []store.Status { return store.Statuses },
-	"mainID":   func() string { return mainID },
+	"title": statusTitle,
+	// roleTitle is a role as a label: "Clerk".
+	"roleTitle": func(r store.Role) string { return statusTitle(store.Status(r)) },
+	"statuses":  func() []store.Status { return store.Statuses },
+	"mainID":    func() string { return mainID },
 	// home is the resource "/" leads to; nav is the site's navigation.
 	"home": func() *resource { return resources[0] },
 	// memberPath is the path of a member of another resource (an order's

@@ -163,6 +163,12 @@ func (v *view) NavEntries() []navEntry {
 	return out
 }
 
+// Live reports whether the page follows its resource's live events: the
+// resource has a feed and the person may read the whole collection.
+func (v *view) Live() bool {
+	return v.R != nil && v.R.Feed != "" && v.who != nil && v.R.permits(v.who, actRead, 0)
+}
+
 // IsAdmin reports whether the page's person has every right.
 func (v *view) IsAdmin() bool { return v.who != nil && v.who.can(store.RoleAdmin) }
 

@@ -20,7 +20,7 @@ import (
 )
 
 // userResource is the accounts.
-var userResource = &resource{Name: "user", Plural: "users", Title: "User", ETagPrefix: "u", Listing: userListing,
+var userResource = &resource{Name: "user", Plural: "users", Title: "User", ETagPrefix: "u", Feed: store.UserEvents, Listing: userListing,
 	Rights: rights{Read: store.RoleAdmin, Create: store.RoleAdmin, Update: store.RoleAdmin, Delete: store.RoleAdmin, Note: store.RoleAdmin},
 	// Everyone reads and changes their own account (what they may change
 	// of it, users' update says) and manages their own tokens.
@@ -94,7 +94,7 @@ var userFields = fields[userIn]{
 		text: func(in *userIn) **string { return &in.Role }},
 	{Name: "disabled", Label: "Disabled: cannot sign in, and their tokens stop working", History: "Disabled", Kind: kindBool, UI: control{Type: "checkbox"},
 		flag: func(in *userIn) **bool { return &in.Disabled }},
-	{Name: "password", Label: "New password", Max: store.MaxPassword, UI: control{Type: "password", Autocomplete: "new-password"},
+	{Name: "password", Label: "New password", Max: store.MaxPassword, History: "Password", UI: control{Type: "password", Autocomplete: "new-password"},
 		text: func(in *userIn) **string { return &in.Password }},
 	{Name: "current_password", Label: "Current password", Max: store.MaxPassword, UI: control{Type: "password", Autocomplete: "current-password"},
 		text: func(in *userIn) **string { return &in.CurrentPassword }},
@@ -209,7 +209,16 @@ func (m userMember) update(ctx context.Context, id int64, in userIn, ifMatch int
 			}
 		}
 	}
-	return record(m.s.UpdateUser(ctx, id, in.UserInput, ifMatch, p.Session))
+	u, err := m.s.UpdateUser(ctx, id, in.UserInput, ifMatch, p.Session)
+	if se, ok := err.(*store.Error); ok {
+		// A 409 compares with the stored account as the pages show it.
+		if cur, ok := se.Current.(*store.User); ok {
+			out := *se
+			out.Current = &userRecord{User: *cur}
+			return nil, &out
+		}
+	}
+	return record(u, err)
 }
 
 func (m userMember) remove(ctx context.Context, id, ifMatch, version int64) error {
