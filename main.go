@@ -71,8 +71,9 @@ type config struct {
 	// snapshotEvery: the embedded store's snapshot interval; 0 is its
 	// default (2 s). Only ORDERS_SNAPSHOT_INTERVAL sets it (for tests).
 	snapshotEvery time.Duration
-	// authUser and authPassword turn on HTTP basic auth (both or neither).
-	authUser, authPassword string
+	// open: serve on an address other than loopback while no account
+	// exists (protected mode: anyone who reaches the desk may do anything).
+	open bool
 	// eventHeartbeat and maxStreams: the live update streams' heartbeat
 	// interval and most streams open at once; 0 is routes' default (20 s,
 	// 1000). Only ORDERS_EVENT_HEARTBEAT and ORDERS_MAX_STREAMS set them.
@@ -140,6 +141,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	fl.IntVar(&c.bodyBudgetMiB, "body-budget", budget, "most memory in MiB that request bodies take at once, across every connection, while they are read; a body past it gets 503 (env BODY_BUDGET)")
 	fl.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, apart from the application's; empty: none (env METRICS_ADDR)")
 	fl.StringVar(&c.logFormat, "log-format", env("LOG_FORMAT", "text"), "log lines as text (key=value) or json (env LOG_FORMAT)")
+	fl.BoolVar(&c.open, "open", false, "serve on an address other than loopback even while no account exists, when anyone who reaches the desk may do anything")
 	if err := fl.Parse(args); err != nil {
 		return c, err
 	}
@@ -161,10 +163,6 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	}
 	if c.seed < 0 {
 		return c, errors.New("-seed must not be negative")
-	}
-	c.authUser, c.authPassword = env("AUTH_USER", ""), env("AUTH_PASSWORD", "")
-	if (c.authUser == "") != (c.authPassword == "") {
-		return c, errors.New("set both AUTH_USER and AUTH_PASSWORD, or neither")
 	}
 	if v := env("ORDERS_ADMIN", ""); v != "" {
 		if c.admin, err = parseAdmin(v); err != nil {
@@ -308,8 +306,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		defer stopMetrics()
 	}
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "basic_auth", cfg.authUser != "",
-		"open_file_limit", files, "max_conns", maxConns, "max_conns_per_ip", cfg.maxConnsPerIP, "body_budget_mib", cfg.bodyBudgetMiB)
+	log.Info("serving", "url", "http://"+ln.Addr().String()+"/orders", "open_file_limit", files, "max_conns", maxConns, "max_conns_per_ip", cfg.maxConnsPerIP, "body_budget_mib", cfg.bodyBudgetMiB)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -430,8 +427,11 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 		}
 	}
 
+	if err := refuseOpenDesk(ctx, cfg, st, log); err != nil {
+		return nil, nil, err
+	}
 	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
-		AuthUser: cfg.authUser, AuthPassword: cfg.authPassword, AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
+		AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
 		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight, Metrics: metrics,
 		BodyBudget: int64(cfg.bodyBudgetMiB) << 20})
 	if err != nil {
@@ -578,6 +578,56 @@ func readPasswordLine(r io.Reader) (string, error) {
 		return "", errors.New("no password on stdin: give it as one line, e.g. printf '%s\\n' \"$PASSWORD\" | orders user add NAME -role ROLE")
 	}
 	return pw, nil
+}
+
+// refuseOpenDesk refuses to serve an open desk (protected mode: no account
+// exists, so anyone who reaches it may do anything) on an address other
+// than loopback, unless -open says to. The store is asked for a while
+// (it may be starting); a store that never answers is refused too, since
+// it cannot say the desk is closed.
+func refuseOpenDesk(ctx context.Context, cfg config, st store.Users, log *slog.Logger) error {
+	if cfg.open || loopback(cfg.addr) {
+		if cfg.open && !loopback(cfg.addr) {
+			log.Warn("-open: while no account exists, anyone who reaches this address may do anything", "addr", cfg.addr)
+		}
+		return nil
+	}
+	deadline := time.Now().Add(openDeskWait)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		has, err := st.HasUsers(cctx)
+		cancel()
+		switch {
+		case err == nil && has:
+			return nil
+		case err == nil:
+			return fmt.Errorf("no account exists yet, so the desk would be open to anyone who reaches %s: "+
+				"make an admin account first (ORDERS_ADMIN=name:password, or orders user add NAME -role admin), "+
+				"listen on a loopback address (-addr 127.0.0.1:3000), or give -open to serve it open anyway", cfg.addr)
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return fmt.Errorf("cannot tell whether any account exists (%v), so the desk might be open to anyone who reaches %s: "+
+				"start once the store answers, listen on a loopback address, or give -open", err, cfg.addr)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// openDeskWait is how long refuseOpenDesk waits for the store to answer.
+const openDeskWait = 10 * time.Second
+
+// loopback reports whether the listen address addr ("host:port") can be
+// reached only from this machine: a 127.0.0.0/8 or ::1 address, or
+// localhost. An empty host listens on every address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // embeddedIOTimeout bounds a read of the embedded store's answer.

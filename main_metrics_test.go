@@ -295,7 +295,7 @@ func TestLogFormatAndMetricsAddressConfig(t *testing.T) {
 // refuses shows on /metrics: connections closed past the per-address cap
 // by reason, and sign-ins refused with 429 by the limit that refused them.
 func TestMetricsCountRefusedConnectionsAndThrottledSignIns(t *testing.T) {
-	r := startObserved(t, map[string]string{"AUTH_USER": "clerk", "AUTH_PASSWORD": "right horse battery"},
+	r := startObserved(t, map[string]string{"ORDERS_ADMIN": "clerk:right horse battery"},
 		"-data", "", "-metrics-addr", "127.0.0.1:0", "-max-conns-per-ip", "2")
 	host := strings.TrimPrefix(r.base, "http://")
 	var held []net.Conn
@@ -320,15 +320,16 @@ func TestMetricsCountRefusedConnectionsAndThrottledSignIns(t *testing.T) {
 	if closed != 2 {
 		t.Fatalf("%d of the 2 connections past the per-address cap were closed, want 2", closed)
 	}
-	// The wrong passwords come from another address, under its cap.
+	// The wrong tokens come from another address, under its cap.
 	from := &net.TCPAddr{IP: testutil.Loopback(t, 2)}
 	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: from}).DialContext}}
 	for i := range 11 {
 		req, _ := http.NewRequest(http.MethodGet, r.base+"/orders", nil)
-		req.SetBasicAuth("clerk", "wrong")
+		req.Header.Set("Authorization", "Bearer wrong")
+		req.Header.Set("Accept", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("wrong password %d: %v", i+1, err)
+			t.Fatalf("wrong token %d: %v", i+1, err)
 		}
 		// Read to the end, so the one connection is used again (a third
 		// from this address would be past the cap).

@@ -1,9 +1,10 @@
 package e2e
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"orders/testutil"
@@ -133,17 +134,30 @@ func TestCrossOrigin(t *testing.T) {
 		tried, len(strangers), len(writes), passed)
 }
 
-// TestStrangerOverHTTP runs the built binary with sign-in on: a stranger
-// without the password gets 401 (429 once its address has failed ten
-// times); with it, a request from another site is still 403 (a browser
-// sends remembered credentials cross-site too).
+// TestStrangerOverHTTP runs the built binary with an account: a stranger
+// without a session or token gets 401 (429 once its address has guessed
+// tokens ten times; a page goes to the sign-in form); with a session, a
+// request from another site is still 403 (a browser sends its cookies
+// with a cross-site form's post too, and SameSite=Lax lets top-level
+// ones through).
 func TestStrangerOverHTTP(t *testing.T) {
-	// The wrong passwords come from an address of their own (named by the
+	// The wrong tokens come from an address of their own (named by the
 	// trusted proxy the test plays), so that the throttle they bring on
 	// leaves the test's own requests alone.
-	app := startApp(t, "", "AUTH_USER=desk", "AUTH_PASSWORD=s3cret", "TRUSTED_PROXIES=127.0.0.1")
-	auth := testutil.H{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:s3cret"))}
-	wrong := testutil.H{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:guess")), "X-Forwarded-For": "192.0.2.66"}
+	app := startApp(t, "", "ORDERS_ADMIN=desk:s3cret-long-enough", "TRUSTED_PROXIES=127.0.0.1")
+	signedIn := mustCall(t, app.base, http.MethodPost, "/session", ctForm, formOf("name", "desk", "password", "s3cret-long-enough"), testutil.HPage).
+		WantStatus(t, http.StatusSeeOther)
+	var session string
+	for _, c := range (&http.Response{Header: signedIn.Header}).Cookies() {
+		if c.Name == "orders_session" {
+			session = c.Value
+		}
+	}
+	if session == "" {
+		t.Fatalf("signing in set no session cookie: %q", signedIn.Header.Values("Set-Cookie"))
+	}
+	auth := testutil.H{"Cookie": "orders_session=" + session}
+	wrong := testutil.H{"Authorization": "Bearer a-guessed-token", "X-Forwarded-For": "192.0.2.66"}
 	self := "http://" + app.base[len("http://"):]
 
 	var o orderJSON
@@ -161,8 +175,8 @@ func TestStrangerOverHTTP(t *testing.T) {
 		want int
 	}{
 		{"no credentials", testutil.H{}, 401},
-		{"a wrong password", wrong, 401},
-		{"no credentials, cross-site", testutil.H{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 401},
+		{"a wrong token", wrong, 401},
+		{"no credentials, cross-site", testutil.H{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403},
 		{"credentials, from evil.example", auth.With(testutil.H{"Origin": "http://evil.example"}), 403},
 		{"credentials, cross-site", auth.With(testutil.H{"Sec-Fetch-Site": "cross-site"}), 403},
 		{"credentials, Origin null", auth.With(testutil.H{"Origin": "null"}), 403},
@@ -175,16 +189,14 @@ func TestStrangerOverHTTP(t *testing.T) {
 				t.Fatalf("%s: %v", what, err)
 			}
 			if r.Status == http.StatusTooManyRequests && c.want == http.StatusUnauthorized && c.h["X-Forwarded-For"] != "" {
-				continue // the wrong passwords' address has failed too often
+				continue // the wrong tokens' address has failed too often
 			}
 			if r.Status != c.want {
 				t.Errorf("%s: got %d, want %d; body %s", what, r.Status, c.want, testutil.Snippet(r.Body))
 				continue
 			}
 			if r.Status == http.StatusUnauthorized {
-				// Plain text by design (routes/render.go): the browser shows
-				// its own sign-in prompt.
-				if r.Header.Get("WWW-Authenticate") == "" || len(r.Body) == 0 {
+				if !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") || len(r.Body) == 0 {
 					t.Errorf("%s: 401 with WWW-Authenticate %q and body %s, want a challenge and a message", what, r.Header.Get("WWW-Authenticate"), testutil.Snippet(r.Body))
 				}
 				continue
@@ -193,7 +205,8 @@ func TestStrangerOverHTTP(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/orders", "/orders/1", "/orders/inquiry", "/orders/new", "/products", "/products/1", "/products/new", "/products/1/edit"} {
-		mustCall(t, app.base, http.MethodGet, path, "", nil, testutil.HPage).WantStatus(t, 401)
+		mustCall(t, app.base, http.MethodGet, path, "", nil, testutil.HPage).WantStatus(t, http.StatusSeeOther).
+			WantHeader(t, "Location", "/session/new?next="+url.QueryEscape(path))
 	}
 	var p productJSON
 	mustCall(t, app.base, http.MethodGet, "/products/1", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 200).JSON(t, &p)
@@ -212,5 +225,5 @@ func TestStrangerOverHTTP(t *testing.T) {
 	mustCall(t, app.base, http.MethodPut, "/orders/1", ctForm, formOf("_method", "PUT", "customer", "Own"),
 		testutil.HJSON.With(auth).With(testutil.H{"Origin": self})).WantStatus(t, 200)
 	mustCall(t, app.base, http.MethodDelete, "/orders/1", "", nil, testutil.HJSON.With(auth)).WantStatus(t, 204)
-	t.Logf("%d stranger writes over HTTP: 401 without the password, 403 from another site with it; the own origin (%s) passes", tried, self)
+	t.Logf("%d stranger writes over HTTP: 401 without a session or token, 403 from another site with one; the own origin (%s) passes", tried, self)
 }

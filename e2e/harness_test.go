@@ -220,7 +220,7 @@ type appServer struct {
 
 // startApp runs the binary with -addr and -redis (empty: the embedded
 // store, keeping nothing) and waits until /healthz answers. env adds
-// variables ("AUTH_USER=x").
+// variables ("ORDERS_ADMIN=name:password").
 func startApp(t testing.TB, redisURL string, env ...string) *appServer {
 	t.Helper()
 	return startAppVia(t, nil, redisURL, env...)
@@ -252,12 +252,12 @@ func startAppVia(t testing.TB, via []string, redisURL string, env ...string) *ap
 }
 
 // appEnv is the test's environment without the app's own variables (the
-// flags set what matters; AUTH_* would turn on sign-in).
+// flags set what matters; ORDERS_ADMIN would make an account).
 func appEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "AUTH_USER", "AUTH_PASSWORD", "ALLOWED_HOSTS", "TRUSTED_PROXIES", "MAX_CONNS", "MAX_CONNS_PER_IP", "BODY_BUDGET":
+		case "ADDR", "REDIS_URL", "DATA_FILE", "SEED", "ORDERS_ADMIN", "ALLOWED_HOSTS", "TRUSTED_PROXIES", "MAX_CONNS", "MAX_CONNS_PER_IP", "BODY_BUDGET":
 			continue
 		}
 		env = append(env, kv)

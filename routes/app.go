@@ -34,9 +34,6 @@ type Config struct {
 	// RequestTimeout bounds each request's work against Redis (default 1.5 s),
 	// so a hung Redis gives 503 instead of a hang.
 	RequestTimeout time.Duration
-	// AuthUser and AuthPassword, when both are set, turn on HTTP basic auth
-	// for everything but /healthz and /readyz.
-	AuthUser, AuthPassword string
 	// AllowedHosts are the host names (no port) the server answers to
 	// besides IP literals, localhost and *.localhost, which always pass: a
 	// DNS-rebinding page needs a name of its own. Any other Host gets 421
@@ -173,6 +170,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok\n") })
 	app.Get("/readyz", h.ready)
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect(resources[0].Path(), fiber.StatusSeeOther) })
+	h.sessionRoutes(app)
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
 	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {

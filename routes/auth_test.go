@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,40 +11,26 @@ import (
 	"orders/testutil"
 )
 
-func TestBasicAuth(t *testing.T) {
-	tg := testutil.Miniredis(t)
-	app := newTestApp(t, tg.Name, testutil.NewStore(t, tg), func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "s3cret:x" }).app
-	basic := func(up string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(up)) }
-	for _, c := range []struct {
-		path, auth string
-		want       int
-	}{
-		{"/orders", "", http.StatusUnauthorized},
-		{"/orders", basic("desk:wrong"), http.StatusUnauthorized},
-		{"/orders", basic("desk:s3cret"), http.StatusUnauthorized},
-		{"/orders", basic("desk:s3cret:xx"), http.StatusUnauthorized},
-		{"/orders", "Bearer abc", http.StatusUnauthorized},
-		{"/orders", "Basic !!!", http.StatusUnauthorized},
-		{"/orders", basic("desk:s3cret:x"), http.StatusOK},
-		{"/public/css/app.css", "", http.StatusUnauthorized},
-		{"/healthz", "", http.StatusOK},
-		{"/readyz", "", http.StatusOK},
-	} {
-		req := httptest.NewRequest("GET", c.path, nil)
-		if c.auth != "" {
-			req.Header.Set("Authorization", c.auth)
+func TestSignInAndOutFromAnotherOriginAreRefused(t *testing.T) {
+	a := peopleApp(t)
+	s := a.signIn(t, "admin")
+	for _, h := range []testutil.H{{"Sec-Fetch-Site": "cross-site"}, {"Origin": "https://evil.example"}, {"Origin": "null"}} {
+		// A page elsewhere cannot sign the browser in as its own account
+		// (login CSRF) ...
+		r := a.do(t, http.MethodPost, sessionPath, signInBody("admin", passwordOf("admin"), ""), testutil.HPage.With(h)).
+			WantStatus(t, http.StatusForbidden)
+		if sessionOf(r) != "" {
+			t.Errorf("%s: a session cookie was set", r.What)
 		}
-		resp, err := app.Test(req, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != c.want {
-			t.Errorf("GET %s with Authorization %q: got %d, want %d", c.path, c.auth, resp.StatusCode, c.want)
-		}
-		if c.want == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("GET %s: 401 without WWW-Authenticate", c.path)
-		}
+		// ... nor sign it out.
+		a.do(t, http.MethodPost, sessionPath, testutil.Form("_method", "DELETE"), as(s, testutil.HPage.With(h))).WantStatus(t, http.StatusForbidden)
+		a.do(t, http.MethodDelete, sessionPath, testutil.NoBody, as(s, testutil.HHX.With(h))).WantStatus(t, http.StatusForbidden)
 	}
+	a.get(t, "/orders", as(s, testutil.HPage)).WantStatus(t, http.StatusOK)
+	// From the desk's own pages both work.
+	same := testutil.H{"Sec-Fetch-Site": "same-origin", "Origin": "http://" + testutil.Host}
+	a.do(t, http.MethodPost, sessionPath, signInBody("admin", passwordOf("admin"), ""), testutil.HPage.With(same)).WantStatus(t, http.StatusSeeOther)
+	a.do(t, http.MethodPost, sessionPath, testutil.Form("_method", "DELETE"), as(s, testutil.HPage.With(same))).WantStatus(t, http.StatusSeeOther)
 }
 
 // TestOriginBehindProxy: a proxy that ends TLS says so in X-Forwarded-Proto,

@@ -5,9 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,9 +43,11 @@ import (
 // (returnBodies). Then, in Fiber's chain: the in-flight count, compress,
 // securityHeaders, requestID, logRequests (the access log line and the
 // metrics, the error handler run for the status logged), recoverPanics,
-// closeUnreadBody, checkFraming, checkHost, basicAuth (when configured),
-// readBody (within the budget), guardWrites, methodOverride, and the
-// request's deadline against Redis (with the feeds liveAfter reads).
+// closeUnreadBody, checkFraming, checkHost, guardWrites, authenticate (who
+// the request acts as; to sign in without one), readBody (within the
+// budget), methodOverride, and the request's deadline against Redis (with
+// the feeds liveAfter reads). The refusals that need neither Redis nor the
+// body come first.
 func (h *handlers) edge(app *fiber.App, cfg Config) {
 	app.Server().Handler = h.bodies.returnBodies(refuseUnknownMethods(app.Config().RequestMethods, app.Server().Handler))
 	app.Server().HeaderReceived = func(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
@@ -77,15 +76,13 @@ func (h *handlers) edge(app *fiber.App, cfg Config) {
 	}
 	// compress comes first: it sees every response as sent, errors included;
 	// then the security headers, which every answer carries, refusals too.
-	// The body is read only once the host and the credentials have passed:
-	// a client nobody signed in takes no memory for its body. A refusal
+	// The body is read only once the host, the origin of a write and the
+	// credentials have passed: a client nobody signed in takes no memory
+	// for its body. A refusal
 	// before that closes the connection (closeUnreadBody), so the unread
 	// bytes are never taken for a request.
 	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, closeUnreadBody, checkFraming, checkHost(cfg.AllowedHosts))
-	if cfg.AuthUser != "" && cfg.AuthPassword != "" {
-		app.Use(h.basicAuth(cfg.AuthUser, cfg.AuthPassword, cfg.RequestTimeout))
-	}
-	app.Use(h.readBody, h.guardWrites, methodOverride)
+	app.Use(h.guardWrites, h.authenticate(cfg.RequestTimeout), h.readBody, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
 		c.Locals(feedsKey, h.feeds)
 		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
@@ -372,7 +369,7 @@ func (h *handlers) logRequests(c *fiber.Ctx) error {
 		slog.Duration("duration", d),
 		slog.Int("bytes", responseBytes(c)),
 		slog.String("client_ip", h.proxies.clientAddr(c)),
-		slog.String("person", actorName(c)))
+		slog.String("person", personOf(c).Name))
 	return nil
 }
 
@@ -586,85 +583,187 @@ func hostName(h string) bool {
 	return true
 }
 
-// actorLocal holds the signed-in user's name (basicAuth).
-const actorLocal = "actor"
-
-// actorName is who the request comes from: the signed-in user, else
-// "anonymous" (the actor history records).
-func actorName(c *fiber.Ctx) string {
-	if u, _ := c.Locals(actorLocal).(string); u != "" {
-		return u
-	}
-	return "anonymous"
-}
-
-// basicAuth asks for the configured user and password on every path but
-// the health checks, comparing in constant time (hashes of equal length,
-// so neither the length nor a prefix of the secret leaks through timing).
+// authenticate says who every request acts as (personOf): the person of
+// a token (Authorization: Bearer) or of a session cookie (orders_session),
+// or, while no account exists (protected mode), anonymous with every right.
+// Once accounts exist, a request without a valid credential reaches only
+// the paths open to everyone (the health checks, static files, the
+// sign-in form and /session itself); anything else is sent to sign in
+// (unsigned). A token that is not known counts as a failed sign-in from
+// the client's address, so guessing tokens meets the sign-in throttle. A
+// session that is not known is no attempt (sessions expire): its cookie
+// is cleared. A valid token is never throttled: 256 random bits are not
+// guessed, and a program behind the address of a guesser keeps working.
 //
-// Failed attempts are limited (store.Limiter): an address or a user name
-// that has failed too often lately gets 429 with Retry-After before its
-// password is looked at, so a right password from it is refused too and
-// a guesser learns nothing. A wrong password is counted only while the
-// limit allows it, in one step that reads and counts: of guesses sent at
-// once, all let through before any was counted, those past the limit get
-// 429 too. A request without credentials (a browser's first, which brings
-// up its prompt) is no attempt and counts nothing.
-// When Redis does not answer, sign-in answers 503: the limits cannot be
-// read, and without them guessing would be free.
-func (h *handlers) basicAuth(user, password string, timeout time.Duration) fiber.Handler {
-	want := sha256.Sum256([]byte(user + ":" + password))
+// Static files and the health checks ask nothing of Redis: they act as
+// no one, whatever credential they carry.
+func (h *handlers) authenticate(timeout time.Duration) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if p := c.Path(); p == "/healthz" || p == "/readyz" {
+		if alwaysOpen(c.Path()) {
+			c.Locals(personLocal, &person{Name: anonymous})
 			return c.Next()
 		}
-		hdr := c.Get(fiber.HeaderAuthorization)
-		if len(hdr) <= 6 || !strings.EqualFold(hdr[:6], "basic ") {
-			return errSignIn(c)
-		}
-		raw, decodeErr := base64.StdEncoding.DecodeString(strings.TrimSpace(hdr[6:]))
-		var account string
-		if decodeErr == nil {
-			account, _, _ = strings.Cut(string(raw), ":")
-		}
-		addr := h.proxies.clientAddr(c)
 		ctx, cancel := context.WithTimeout(c.UserContext(), timeout)
 		defer cancel()
-		throttled := func(th *store.Throttled) error {
-			h.log.Warn("sign-in throttled", "client", addr, "user", logName(account), "limit", th.Limit,
-				"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
-			return tooMany(c, th)
-		}
-		if err := h.limits.SignInAllowed(ctx, addr, account); err != nil {
-			if th := asThrottled(err); th != nil {
-				return throttled(th)
-			}
-			h.log.Warn("sign-in refused: the limits cannot be read", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
+		p, failed, err := h.identify(ctx, c)
+		if err != nil {
 			return err
 		}
-		got := [32]byte{}
-		if decodeErr == nil {
-			got = sha256.Sum256(raw)
+		if p != nil {
+			c.Locals(personLocal, p)
+			return c.Next()
 		}
-		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			if err := h.limits.CountFailedSignIn(ctx, addr, account); err != nil {
+		has, err := h.store.HasUsers(ctx)
+		if err != nil {
+			return err
+		}
+		if !has {
+			c.Locals(personLocal, &person{Name: anonymous, Role: store.RoleAdmin, Open: true})
+			return c.Next()
+		}
+		c.Locals(personLocal, &person{Name: anonymous})
+		switch failed {
+		case failedToken:
+			addr := h.proxies.clientAddr(c)
+			if err := h.limits.CountFailedSignIn(ctx, addr, ""); err != nil {
 				if th := asThrottled(err); th != nil {
-					return throttled(th)
+					h.log.Warn("sign-in throttled", "client", addr, "via", "token", "limit", th.Limit,
+						"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
+					return tooMany(c, th)
 				}
-				h.log.Error("a failed sign-in could not be counted", "client", addr, "user", logName(account), "err", err, "request_id", requestIDOf(c))
+				h.log.Error("a failed sign-in could not be counted", "client", addr, "via", "token", "err", err, "request_id", requestIDOf(c))
 			}
-			h.log.Warn("sign-in failed", "client", addr, "user", logName(account), "request_id", requestIDOf(c))
-			return errSignIn(c)
+			h.log.Warn("sign-in failed", "client", addr, "via", "token", "request_id", requestIDOf(c))
+			return unsigned(c)
+		case failedSession:
+			clearSessionCookie(c)
 		}
-		c.Locals(actorLocal, user)
-		return c.Next()
+		if signInOpen(c) {
+			return c.Next()
+		}
+		return unsigned(c)
 	}
 }
 
-// errSignIn is the 401 that brings up a browser's sign-in prompt.
-func errSignIn(c *fiber.Ctx) error {
-	c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="Orders", charset="UTF-8"`)
-	return fiber.NewError(fiber.StatusUnauthorized, "sign in with the order desk's user name and password")
+// anonymous is the name history and the logs give a request of no one.
+const anonymous = "anonymous"
+
+// credential failures identify tells apart.
+const (
+	failedNone    = iota // no credential
+	failedToken          // a Bearer token that is not known (or revoked, or of a disabled account)
+	failedSession        // a session cookie that is not known (ended, expired, ...)
+)
+
+// maxSecret is the longest token or session secret read; a longer one is
+// no secret the store made.
+const maxSecret = 128
+
+// identify is the person c's credential names: its Bearer token, else its
+// session cookie. Another Authorization scheme (a browser's remembered
+// basic auth) is no credential. With no valid one, failed says what was
+// wrong; err is Redis failing.
+func (h *handlers) identify(ctx context.Context, c *fiber.Ctx) (p *person, failed int, err error) {
+	if auth := strings.TrimSpace(c.Get(fiber.HeaderAuthorization)); auth != "" {
+		scheme, secret, _ := strings.Cut(auth, " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			secret = strings.TrimSpace(secret)
+			if secret == "" || len(secret) > maxSecret {
+				return nil, failedToken, nil
+			}
+			u, t, err := h.store.TokenUser(ctx, secret)
+			if store.ErrorCode(err) == store.ENOTFOUND {
+				return nil, failedToken, nil
+			}
+			if err != nil {
+				return nil, failedNone, err
+			}
+			return &person{User: u, Name: u.Name, Role: lowerRole(u.Role, t.Role), Token: t}, failedNone, nil
+		}
+	}
+	secret := c.Cookies(sessionCookie)
+	if secret == "" {
+		return nil, failedNone, nil
+	}
+	if len(secret) > maxSecret {
+		return nil, failedSession, nil
+	}
+	u, err := h.store.SessionUser(ctx, secret)
+	if store.ErrorCode(err) == store.ENOTFOUND {
+		return nil, failedSession, nil
+	}
+	if err != nil {
+		return nil, failedNone, err
+	}
+	return &person{User: u, Name: u.Name, Role: u.Role, Session: strings.Clone(secret)}, failedNone, nil
+}
+
+// lowerRole is the one of a and b with fewer rights (no role when either
+// is none).
+func lowerRole(a, b store.Role) store.Role {
+	if !a.Valid() || !b.Valid() {
+		return ""
+	}
+	if a.AtLeast(b) {
+		return b
+	}
+	return a
+}
+
+// alwaysOpen reports whether path is served to anyone without looking for
+// a person: the health checks and the static files.
+func alwaysOpen(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/favicon.ico":
+		return true
+	}
+	return strings.HasPrefix(path, "/public/")
+}
+
+// signInOpen reports whether c may go on without a signed-in person: the
+// sign-in form and the session itself (signing in, and signing out, which
+// ends only the session its cookie names).
+func signInOpen(c *fiber.Ctx) bool {
+	switch c.Path() {
+	case signInPath:
+		return c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead
+	case sessionPath:
+		return true
+	}
+	return false
+}
+
+// unsigned answers a request that needs a signed-in person and has none:
+// a program (JSON) gets 401 with WWW-Authenticate: Bearer (errorHandler);
+// htmx gets 401 with HX-Redirect to the sign-in form, which htmx follows
+// before swapping anything, and back to the page it was on; a page gets
+// 303 to the sign-in form, and back.
+func unsigned(c *fiber.Ctx) error {
+	rp, err := negotiate(c)
+	unsignedErr := store.Errorf(store.EUNSIGNED, "sign in first: a browser at %s, a program with Authorization: Bearer and a token", signInPath)
+	switch {
+	case err != nil || rp == reprJSON:
+		return unsignedErr
+	case c.Get("HX-Request") == "true":
+		back := ""
+		if u, err := url.Parse(c.Get("HX-Current-URL")); err == nil {
+			back = localPath(u.RequestURI())
+		}
+		c.Set("HX-Redirect", signInURL(back))
+		return unsignedErr
+	}
+	back := ""
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead:
+		back = localPath(string(c.Request().RequestURI()))
+	default:
+		// A form sent without a session: back to the page it was on.
+		if u, err := url.Parse(c.Get(fiber.HeaderReferer)); err == nil && strings.EqualFold(u.Host, c.Hostname()) {
+			back = localPath(u.RequestURI())
+		}
+	}
+	c.Set(fiber.HeaderCacheControl, noStore)
+	return c.Redirect(signInURL(back), fiber.StatusSeeOther)
 }
 
 // logName is a user name a client sent, cut to 64 bytes for the log.

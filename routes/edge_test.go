@@ -130,7 +130,7 @@ func TestRefusalsCarryTheSecurityHeaders(t *testing.T) {
 	st := testutil.NewStore(t, testutil.Miniredis(t))
 	a := newTestApp(t, "miniredis", st)
 	o := a.createNamed(t, "Refused")
-	authed := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "secret" })
+	authed := peopleApp(t)
 	mib := strings.Repeat("x", MaxBody)
 	for _, c := range []struct {
 		app    *testApp
@@ -146,7 +146,11 @@ func TestRefusalsCarryTheSecurityHeaders(t *testing.T) {
 		{a, http.MethodGet, "/orders", testutil.NoBody, testutil.HPage.With(testutil.H{"Host": "rebound.evil.test"}), 421},
 		{a, http.MethodGet, "/orders", testutil.NoBody, testutil.HJSON.With(testutil.H{"Host": "rebound.evil.test"}), 421},
 		{a, http.MethodPost, "/orders", testutil.Raw("text/plain", "x"), testutil.HJSON, 415},
-		{authed, http.MethodGet, "/orders", testutil.NoBody, testutil.HPage, 401},
+		{authed, http.MethodGet, "/orders", testutil.NoBody, testutil.HJSON, 401},
+		{authed, http.MethodGet, "/orders", testutil.NoBody, bearer("a-guess", testutil.HJSON), 401},
+		{authed, http.MethodGet, "/orders", testutil.NoBody, testutil.HHX, 401},
+		{authed, http.MethodGet, "/orders", testutil.NoBody, testutil.HPage, 303},
+		{authed, http.MethodPost, sessionPath, signInBody("admin", "wrong", ""), testutil.HPage, 422},
 	} {
 		r := c.app.do(t, c.method, c.path, c.b, c.h).WantStatus(t, c.want)
 		wantSecurityHeaders(t, r.What, r.Header)
@@ -315,17 +319,19 @@ func TestAMethodTheServerDoesNotKnowNeverRunsItsBodyAsARequest(t *testing.T) {
 }
 
 func TestARequestRefusedBeforeSignInIsAnsweredWithoutReadingItsBody(t *testing.T) {
-	st := testutil.NewStore(t, testutil.Miniredis(t))
-	a := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "secret" })
+	a := peopleApp(t)
 	addr := serveListener(t, a)
 	inner := "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 	for _, c := range []struct {
 		name, headers string
 		want          int
 	}{
-		{"no credentials", "Host: 127.0.0.1\r\n", 401},
-		{"a wrong password", "Host: 127.0.0.1\r\nAuthorization: Basic ZGVzazp3cm9uZw==\r\n", 401},
-		{"a foreign host", "Host: rebound.evil.test\r\nAuthorization: Basic ZGVzazpzZWNyZXQ=\r\n", 421},
+		{"no credentials", "Host: 127.0.0.1\r\nAccept: application/json\r\n", 401},
+		{"no credentials, a page", "Host: 127.0.0.1\r\n", 303},
+		{"a token nobody made", "Host: 127.0.0.1\r\nAuthorization: Bearer a-guess\r\n", 401},
+		{"a session nobody has", "Host: 127.0.0.1\r\nCookie: orders_session=a-guess\r\n", 303},
+		{"a cross-site write", "Host: 127.0.0.1\r\nSec-Fetch-Site: cross-site\r\n", 403},
+		{"a foreign host", "Host: rebound.evil.test\r\n", 421},
 	} {
 		// 1 MiB announced, 16 KiB sent (a request inside it), the rest held
 		// back: the refusal comes without waiting for the body the server

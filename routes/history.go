@@ -70,6 +70,9 @@ func (e entryView) Summary() string {
 		what = e.Action
 	}
 	via := map[string]string{"web": "on the web", "api": "through the API"}[e.Via]
+	if name, ok := strings.CutPrefix(e.Via, "token:"); ok {
+		via = "with the token " + name
+	}
 	s := what + " by " + e.Actor
 	if via != "" {
 		s += " " + via

@@ -8,7 +8,6 @@ package routes
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -355,47 +354,67 @@ func TestHistoryOfASession(t *testing.T) {
 	})
 }
 
-// TestHistoryActor: the actor is the signed-in user (basic auth), else
-// anonymous; via is "api" for a JSON request and "web" for a page's
-// request (a plain form or htmx), whatever the body's media type.
+// TestHistoryActor: the actor is the person (anonymous in protected
+// mode); via is "api" for a JSON request and "web" for a page's request (a
+// plain form or htmx), whatever the body's media type, and token:<name>
+// for any request with a token.
 func TestHistoryActor(t *testing.T) {
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("desk:s3cret"))
 	for _, c := range []struct {
 		name, actor string
-		auth        testutil.H
-		config      func(*Config)
+		// auth makes the person (none in protected mode) and gives the
+		// header their requests carry; token is the token's name ("" : none).
+		auth  func(t *testing.T, a *testApp) testutil.H
+		token string
 	}{
-		{"anonymous", "anonymous", testutil.H{}, func(*Config) {}},
-		{"signed in", "desk", testutil.H{"Authorization": basic}, func(c *Config) { c.AuthUser, c.AuthPassword = "desk", "s3cret" }},
+		{"anonymous", "anonymous", func(*testing.T, *testApp) testutil.H { return testutil.H{} }, ""},
+		{"signed in", "manager", func(t *testing.T, a *testApp) testutil.H {
+			addAccount(t, a.store, "admin", store.RoleAdmin)
+			addAccount(t, a.store, "manager", store.RoleManager)
+			return as(a.signIn(t, "manager"), testutil.H{})
+		}, ""},
+		{"a token", "manager", func(t *testing.T, a *testApp) testutil.H {
+			addAccount(t, a.store, "admin", store.RoleAdmin)
+			u := addAccount(t, a.store, "manager", store.RoleManager)
+			_, secret, err := a.store.CreateToken(context.Background(), u.ID, "till", store.RoleManager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bearer(secret, testutil.H{})
+		}, "till"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, s := range resourceSuites() {
 				t.Run(s.R.Plural, func(t *testing.T) {
 					tg := testutil.Miniredis(t)
-					a := newTestApp(t, tg.Name, testutil.NewStore(t, tg), c.config)
+					a := newTestApp(t, tg.Name, testutil.NewStore(t, tg))
+					auth := c.auth(t, a)
+					api, web := "api", "web"
+					if c.token != "" {
+						api, web = "token:"+c.token, "token:"+c.token
+					}
 					// The whole session in JSON: every entry by the actor through the API.
-					id, want := s.runSession(t, a, c.auth)
-					got := s.history(t, a, s.R.HistoryPath(id), c.auth)
+					id, want := s.runSession(t, a, auth)
+					got := s.history(t, a, s.R.HistoryPath(id), auth)
 					for i, w := range want {
-						w.check(t, fmt.Sprintf("entry %d", i), got.Entries[i], c.actor, "api")
+						w.check(t, fmt.Sprintf("entry %d", i), got.Entries[i], c.actor, api)
 					}
 					// From the pages: a plain form (urlencoded and multipart) and htmx.
-					m := a.do(t, http.MethodPost, s.R.Path(), testutil.Form(s.formBody(2)...), testutil.HPage.With(c.auth)).WantStatus(t, http.StatusSeeOther)
+					m := a.do(t, http.MethodPost, s.R.Path(), testutil.Form(s.formBody(2)...), testutil.HPage.With(auth)).WantStatus(t, http.StatusSeeOther)
 					loc := m.Header.Get("Location")
 					id2, _ := store.ParseID(strings.TrimPrefix(loc, s.R.Path()+"/"))
-					a.do(t, http.MethodPost, s.R.MemberPath(id2), testutil.Multipart("_method", "PUT", s.field, "By a plain form", "version", "1"), testutil.HPage.With(c.auth)).
+					a.do(t, http.MethodPost, s.R.MemberPath(id2), testutil.Multipart("_method", "PUT", s.field, "By a plain form", "version", "1"), testutil.HPage.With(auth)).
 						WantStatus(t, http.StatusSeeOther)
-					a.do(t, http.MethodPut, s.R.MemberPath(id2), testutil.Form(s.field, "By htmx", "version", "2"), testutil.HXTo("main#main").With(c.auth)).
+					a.do(t, http.MethodPut, s.R.MemberPath(id2), testutil.Form(s.field, "By htmx", "version", "2"), testutil.HXTo("main#main").With(auth)).
 						WantStatus(t, http.StatusOK)
-					a.do(t, http.MethodPost, s.R.HistoryPath(id2), testutil.Form("note", "A note from htmx"), testutil.HXTo("section#"+s.R.HistoryID()).With(c.auth)).
+					a.do(t, http.MethodPost, s.R.HistoryPath(id2), testutil.Form("note", "A note from htmx"), testutil.HXTo("section#"+s.R.HistoryID()).With(auth)).
 						WantStatus(t, http.StatusCreated)
-					a.do(t, http.MethodPost, s.R.HistoryPath(id2), testutil.Form("note", "A note from a plain form"), testutil.HPage.With(c.auth)).
+					a.do(t, http.MethodPost, s.R.HistoryPath(id2), testutil.Form("note", "A note from a plain form"), testutil.HPage.With(auth)).
 						WantStatus(t, http.StatusSeeOther)
 					// A JSON answer to a form body is the API's.
-					a.do(t, http.MethodPost, s.R.HistoryPath(id2), testutil.Form("note", "A form body, a JSON answer"), testutil.HJSON.With(c.auth)).
+					a.do(t, http.MethodPost, s.R.HistoryPath(id2), testutil.Form("note", "A form body, a JSON answer"), testutil.HJSON.With(auth)).
 						WantStatus(t, http.StatusCreated)
-					got = s.history(t, a, s.R.HistoryPath(id2), c.auth)
-					wantVia := []string{"api", "web", "web", "web", "web", "web"}
+					got = s.history(t, a, s.R.HistoryPath(id2), auth)
+					wantVia := []string{api, web, web, web, web, web}
 					wantAction := []string{"note", "note", "note", "updated", "updated", "created"}
 					if len(got.Entries) != len(wantVia) {
 						t.Fatalf("%d entries, want %d: %v", len(got.Entries), len(wantVia), got.Entries)
@@ -405,8 +424,12 @@ func TestHistoryActor(t *testing.T) {
 							t.Errorf("entry %d: %v, want %s by %s via %s", i, e, wantAction[i], c.actor, wantVia[i])
 						}
 					}
-					a.get(t, s.R.HistoryPath(id2), testutil.HPage.With(c.auth)).
-						WantContains(t, "Note by "+c.actor+" on the web", "Changed by "+c.actor+" on the web · version 3", "Note by "+c.actor+" through the API")
+					onWeb, throughAPI := " on the web", " through the API"
+					if c.token != "" {
+						onWeb, throughAPI = " with the token "+c.token, " with the token "+c.token
+					}
+					a.get(t, s.R.HistoryPath(id2), testutil.HPage.With(auth)).
+						WantContains(t, "Note by "+c.actor+onWeb, "Changed by "+c.actor+onWeb+" · version 3", "Note by "+c.actor+throughAPI)
 				})
 			}
 		})

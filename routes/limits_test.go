@@ -2,12 +2,13 @@ package routes
 
 import (
 	"bytes"
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +26,7 @@ import (
 
 const (
 	deskUser     = "desk"
-	deskPassword = "s3cret:x"
+	deskPassword = "s3cret:x-long-enough"
 )
 
 // settableClock is a store clock a test moves.
@@ -57,14 +58,16 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// signInApp is an application with basic auth behind a trusted proxy
-// (app.Test's requests come from 0.0.0.0), over tg's Redis under its
-// prefix, on clock; its log lines go to logs.
+// signInApp is an application with the admin account deskUser behind a
+// trusted proxy (app.Test's requests come from 0.0.0.0), over tg's Redis
+// under its prefix, on clock; its log lines go to logs.
 func signInApp(t *testing.T, tg testutil.Target, clock *settableClock, logs io.Writer) *fiber.App {
 	t.Helper()
 	st := redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster, Now: clock.Now})
+	if _, err := st.EnsureAdmin(context.Background(), deskUser, deskPassword); err != nil {
+		t.Fatal(err)
+	}
 	return newTestApp(t, tg.Name, st, func(c *Config) {
-		c.AuthUser, c.AuthPassword = deskUser, deskPassword
 		c.TrustedProxies = []string{"0.0.0.0"}
 		if logs != nil {
 			c.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter{t}), nil))
@@ -79,19 +82,14 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// signIn sends GET /orders with user and password (forwarded for the
-// client at addr by the trusted proxy) and accept, and returns the answer.
+// signIn sends the sign-in form with user and password (forwarded for
+// the client at addr by the trusted proxy) and accept, and returns the
+// answer: 303 signed in, 422 refused, 429 throttled.
 func signIn(t *testing.T, app *fiber.App, forwardedFor, user, password, accept string) *http.Response {
 	t.Helper()
-	return signInAt(t, app, "/orders", forwardedFor, user, password, accept)
-}
-
-// signInAt is signIn at path.
-func signInAt(t *testing.T, app *fiber.App, path, forwardedFor, user, password, accept string) *http.Response {
-	t.Helper()
-	req := httptest.NewRequest("GET", path, nil)
+	req := httptest.NewRequest("POST", sessionPath, strings.NewReader(url.Values{"name": {user}, "password": {password}}.Encode()))
 	req.Host = testutil.Host
-	req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if forwardedFor != "" {
 		req.Header.Set("X-Forwarded-For", forwardedFor)
 	}
@@ -148,15 +146,15 @@ func TestWrongPasswordsFromOneAddressGet429EvenWithTheRightOne(t *testing.T) {
 			for i := range 10 {
 				// The client writes whatever it likes left of the address
 				// the proxy appends: it changes nothing.
-				if r := signIn(t, app, "10.9.8."+strconv.Itoa(i)+", 192.0.2.1", deskUser, "guess"+strconv.Itoa(i), "application/json"); r.StatusCode != http.StatusUnauthorized {
-					t.Fatalf("wrong password %d: %d, want 401", i+1, r.StatusCode)
+				if r := signIn(t, app, "10.9.8."+strconv.Itoa(i)+", 192.0.2.1", deskUser, "guess"+strconv.Itoa(i), "application/json"); r.StatusCode != http.StatusUnprocessableEntity {
+					t.Fatalf("wrong password %d: %d, want 422", i+1, r.StatusCode)
 				}
 				clock.Advance(10 * time.Second)
 			}
 			want429(t, "11th wrong password", signIn(t, app, "192.0.2.1", deskUser, "guess11", "application/json"), 10*time.Minute, true)
 			want429(t, "the right password after 10 wrong ones", signIn(t, app, "192.0.2.1", deskUser, deskPassword, ""), 10*time.Minute, false)
-			if r := signIn(t, app, "192.0.2.2", deskUser, deskPassword, ""); r.StatusCode != http.StatusOK {
-				t.Errorf("the right password from another address: %d, want 200", r.StatusCode)
+			if r := signIn(t, app, "192.0.2.2", deskUser, deskPassword, ""); r.StatusCode != http.StatusSeeOther {
+				t.Errorf("the right password from another address: %d, want 303", r.StatusCode)
 			}
 			// The first failure leaves the 10-minute window 100 s from the
 			// window's end; a second before, still refused.
@@ -165,8 +163,8 @@ func TestWrongPasswordsFromOneAddressGet429EvenWithTheRightOne(t *testing.T) {
 				t.Errorf("a second before the window passes: %d, want 429", r.StatusCode)
 			}
 			clock.Advance(time.Second)
-			if r := signIn(t, app, "192.0.2.1", deskUser, deskPassword, ""); r.StatusCode != http.StatusOK {
-				t.Errorf("once the window passed: %d, want 200", r.StatusCode)
+			if r := signIn(t, app, "192.0.2.1", deskUser, deskPassword, ""); r.StatusCode != http.StatusSeeOther {
+				t.Errorf("once the window passed: %d, want 303", r.StatusCode)
 			}
 		})
 	}
@@ -196,11 +194,14 @@ func TestRefusedSignInsAreLoggedWithTheClientAddressAndUserName(t *testing.T) {
 
 func TestForwardedForIsBelievedOnlyFromATrustedProxy(t *testing.T) {
 	st := testutil.NewStore(t, testutil.Miniredis(t))
-	app := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = deskUser, deskPassword }).app
+	if _, err := st.EnsureAdmin(context.Background(), deskUser, deskPassword); err != nil {
+		t.Fatal(err)
+	}
+	app := newTestApp(t, "miniredis", st).app
 	// Not a trusted proxy: every request is the peer's, whatever it says.
 	for i := range 10 {
-		if r := signIn(t, app, "192.0.2."+strconv.Itoa(i+1), deskUser, "guess", ""); r.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("wrong password %d: %d, want 401", i+1, r.StatusCode)
+		if r := signIn(t, app, "192.0.2."+strconv.Itoa(i+1), deskUser, "guess", ""); r.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("wrong password %d: %d, want 422", i+1, r.StatusCode)
 		}
 	}
 	if r := signIn(t, app, "192.0.2.99", deskUser, deskPassword, ""); r.StatusCode != http.StatusTooManyRequests {
@@ -214,13 +215,13 @@ func TestWrongPasswordsForOneAccountFromManyAddressesGet429(t *testing.T) {
 			app := signInApp(t, tg, newSettableClock(), nil)
 			for i := range 50 {
 				addr := "198.51.100." + strconv.Itoa(i/5+1) // 5 failures per address, under its limit
-				if r := signIn(t, app, addr, deskUser, "guess"+strconv.Itoa(i), ""); r.StatusCode != http.StatusUnauthorized {
-					t.Fatalf("wrong password %d from %s: %d, want 401", i+1, addr, r.StatusCode)
+				if r := signIn(t, app, addr, deskUser, "guess"+strconv.Itoa(i), ""); r.StatusCode != http.StatusUnprocessableEntity {
+					t.Fatalf("wrong password %d from %s: %d, want 422", i+1, addr, r.StatusCode)
 				}
 			}
 			want429(t, "the right password from a fresh address after 50 failures as the account", signIn(t, app, "203.0.113.9", deskUser, deskPassword, "application/json"), time.Hour, true)
-			if r := signIn(t, app, "203.0.113.9", "clerk", "guess", ""); r.StatusCode != http.StatusUnauthorized {
-				t.Errorf("another user name from that address: %d, want 401", r.StatusCode)
+			if r := signIn(t, app, "203.0.113.9", "clerk", "guess", ""); r.StatusCode != http.StatusUnprocessableEntity {
+				t.Errorf("another user name from that address: %d, want 422", r.StatusCode)
 			}
 		})
 	}
@@ -232,8 +233,8 @@ func TestSignInFailuresAreCountedAcrossInstances(t *testing.T) {
 			clock := newSettableClock()
 			apps := []*fiber.App{signInApp(t, tg, clock, nil), signInApp(t, tg, clock, nil)}
 			for i := range 10 {
-				if r := signIn(t, apps[i%2], "192.0.2.1", deskUser, "guess", ""); r.StatusCode != http.StatusUnauthorized {
-					t.Fatalf("wrong password %d on instance %d: %d, want 401", i+1, i%2+1, r.StatusCode)
+				if r := signIn(t, apps[i%2], "192.0.2.1", deskUser, "guess", ""); r.StatusCode != http.StatusUnprocessableEntity {
+					t.Fatalf("wrong password %d on instance %d: %d, want 422", i+1, i%2+1, r.StatusCode)
 				}
 			}
 			for i, app := range apps {
@@ -252,10 +253,12 @@ func TestSignInIs503WhenTheLimitsCannotBeRead(t *testing.T) {
 	rc := redis.NewClient(o)
 	t.Cleanup(func() { rc.Close() })
 	st := redisstore.New(rc, redisstore.Options{})
-	app := newTestApp(t, "miniredis", st, func(c *Config) { c.AuthUser, c.AuthPassword = deskUser, deskPassword }).app
+	if _, err := st.EnsureAdmin(context.Background(), deskUser, deskPassword); err != nil {
+		t.Fatal(err)
+	}
+	app := newTestApp(t, "miniredis", st).app
 	mr.Close()
-	// A static file needs no Redis: only the limits do.
-	r := signInAt(t, app, "/public/css/app.css", "", deskUser, deskPassword, "application/json")
+	r := signIn(t, app, "", deskUser, deskPassword, "application/json")
 	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Errorf("the right password while Redis is down: %d, Retry-After %q; want 503 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
 	}
@@ -365,7 +368,7 @@ func TestAtMostTheLimitOfConcurrentWrongPasswordsReachThePasswordCheck(t *testin
 		t.Run(tg.Name, func(t *testing.T) {
 			app := signInApp(t, tg, newSettableClock(), nil)
 			// Guesses sent all at once, as a guesser with many connections
-			// does: a 401 says a guess was checked and wrong.
+			// does: a 422 says a guess was checked and wrong.
 			burst := func(n int, forwardedFor func(i int) string) map[int]int {
 				var mu sync.Mutex
 				var wg sync.WaitGroup
@@ -384,14 +387,14 @@ func TestAtMostTheLimitOfConcurrentWrongPasswordsReachThePasswordCheck(t *testin
 				return got
 			}
 			got := burst(60, func(int) string { return "192.0.2.50" })
-			if got[http.StatusUnauthorized] != 10 || got[http.StatusTooManyRequests] != 50 {
-				t.Errorf("60 wrong passwords at once from one address: %v, want 10 checked (401) and 50 refused (429)", got)
+			if got[http.StatusUnprocessableEntity] != 10 || got[http.StatusTooManyRequests] != 50 {
+				t.Errorf("60 wrong passwords at once from one address: %v, want 10 checked (422) and 50 refused (429)", got)
 			}
 			// 60 at once from 60 fresh addresses: the account's limit holds
 			// too (10 of its 50 failures were counted above).
 			got = burst(60, func(i int) string { return "198.51.100." + strconv.Itoa(i+1) })
-			if got[http.StatusUnauthorized] != 40 || got[http.StatusTooManyRequests] != 20 {
-				t.Errorf("60 wrong passwords at once as one account from 60 addresses, after 10: %v, want 40 checked (401) and 20 refused (429)", got)
+			if got[http.StatusUnprocessableEntity] != 40 || got[http.StatusTooManyRequests] != 20 {
+				t.Errorf("60 wrong passwords at once as one account from 60 addresses, after 10: %v, want 40 checked (422) and 20 refused (429)", got)
 			}
 		})
 	}

@@ -384,8 +384,9 @@ func responses(own map[int]obj, write bool) obj {
 	for _, code := range codes {
 		out[strconv.Itoa(code)] = obj{"$ref": "#/components/responses/" + apiErrors[code]}
 	}
-	out["401"] = obj{"description": "sign-in required (when the server asks for one): plain text",
-		"content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}
+	out["401"] = obj{"description": "no signed-in person (once an account exists): a token (Authorization: Bearer) or a session is needed; " +
+		"WWW-Authenticate: Bearer. A page is sent to /session/new instead (303), htmx there by HX-Redirect",
+		"content": representations(ref("Error"))}
 	out["406"] = obj{"description": "Accept allows neither HTML nor JSON: plain text",
 		"content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}
 	out["405"] = obj{"description": "a known path with another method (Allow lists those it takes)",
@@ -641,6 +642,7 @@ func openAPIDocument(rs ...apiResource) ([]byte, error) {
 		d.paths(paths, a)
 		names = append(names, a.R.Plural)
 	}
+	d.sessionAPI(paths)
 	resps := obj{}
 	for code, name := range apiErrors {
 		resps[name] = answer(http.StatusText(code), ref("Error"))

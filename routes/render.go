@@ -48,7 +48,9 @@ var errNotAcceptable = fiber.NewError(fiber.StatusNotAcceptable, "this resource 
 
 // negotiate picks the representation from Accept and the htmx headers.
 func negotiate(c *fiber.Ctx) (repr, error) {
-	c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target")
+	// A page shows who it is for (the header, the controls their rights
+	// allow): a browser that signs in as someone else must not reuse it.
+	c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target", "Cookie")
 	html, json, jsonFirst := acceptQ(c.Get(fiber.HeaderAccept))
 	switch {
 	case json > html || (json == html && json > 0 && jsonFirst):
@@ -158,6 +160,9 @@ type response struct {
 	// HXLocation sends htmx to another page (nothing is left to show where
 	// the request came from): no body, the notice as a flash.
 	HXLocation string
+	// HXRedirect sends the browser to another page, loaded whole (the
+	// header changes with who is signed in): no body, the notice as a flash.
+	HXRedirect string
 	// Trigger is an HX-Trigger header: events for elements of the page.
 	Trigger string
 
@@ -228,6 +233,11 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		if out.HXLocation != "" {
 			setFlash(c, out.Notice)
 			c.Set("HX-Location", out.HXLocation)
+			return c.Status(status).Send(nil)
+		}
+		if out.HXRedirect != "" {
+			setFlash(c, out.Notice)
+			c.Set("HX-Redirect", out.HXRedirect)
 			return c.Status(status).Send(nil)
 		}
 		for _, h := range [...][2]string{{"HX-Push-Url", out.PushURL}, {"HX-Replace-Url", out.ReplaceURL}, {"HX-Trigger", out.Trigger}} {
@@ -437,9 +447,9 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		}
 	}
 	if status == fiber.StatusUnauthorized {
-		// No page around it: the browser shows its own sign-in prompt.
-		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
-		return c.Status(status).SendString(msg + "\n")
+		// Programs sign in with a token; a browser is sent to the sign-in
+		// form instead (unsigned), and Bearer brings up no prompt.
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="Orders"`)
 	}
 	if status >= 500 && status != fiber.StatusServiceUnavailable {
 		h.log.Error("request failed", "err", err, "path", c.Path(), "request_id", requestIDOf(c))

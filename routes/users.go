@@ -160,9 +160,9 @@ func (userMember) derived(u *userRecord) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
-// passwordOf is a password a request sent: nil when none, or empty (a
+// sentPassword is a password a request sent: nil when none, or empty (a
 // form's empty field keeps the password).
-func passwordOf(p *string) *string {
+func sentPassword(p *string) *string {
 	if p == nil || *p == "" {
 		return nil
 	}
@@ -170,7 +170,7 @@ func passwordOf(p *string) *string {
 }
 
 func (m userMember) create(ctx context.Context, in userIn) (*userRecord, error) {
-	in.Password = passwordOf(in.Password)
+	in.Password = sentPassword(in.Password)
 	return record(m.s.CreateUser(ctx, in.UserInput))
 }
 
@@ -179,7 +179,7 @@ func (m userMember) create(ctx context.Context, in userIn) (*userRecord, error) 
 // a person changing their own password gives their current one.
 func (m userMember) update(ctx context.Context, id int64, in userIn, ifMatch int64) (*userRecord, error) {
 	p := personFrom(ctx)
-	in.Password = passwordOf(in.Password)
+	in.Password = sentPassword(in.Password)
 	self := p.User != nil && p.User.ID == id
 	if !p.can(store.RoleAdmin) || self {
 		cur, err := m.s.GetUser(ctx, id)
