@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -241,7 +242,7 @@ func (userMember) form(cur *userRecord) memberForm[userIn] { return newUserForm(
 func (userMember) inVersion(in *userIn) *int64             { return in.Version }
 
 func (userMember) newJSON() any {
-	return fiber.Map{"name": "", "display_name": "", "role": string(store.RoleViewer), "disabled": false, "password": ""}
+	return fiber.Map{"name": "", "display_name": "", "role": string(store.RoleViewer), "disabled": false, "password": "", "current_password": ""}
 }
 
 func (userMember) editJSON(u *userRecord) any { return fiber.Map{"user": u.User} }
@@ -310,6 +311,15 @@ func listUsers(s store.Users) handler {
 		}
 		if page.Users == nil {
 			page.Users = []store.User{}
+		}
+		if id, ok := store.ParseID(strings.TrimSpace(paging.Q)); ok && page.Page <= 1 {
+			// A search by an account's number finds it first, as every
+			// List's does.
+			if u, err := s.GetUser(c.UserContext(), id); err == nil &&
+				!slices.ContainsFunc(page.Users, func(x store.User) bool { return x.ID == id }) {
+				page.Users = append([]store.User{*u}, page.Users...)
+				page.Total++
+			}
 		}
 		rows := make([]userRecord, len(page.Users))
 		for i, u := range page.Users {
