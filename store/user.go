@@ -191,9 +191,16 @@ type Users interface {
 const msgUserName = "must be 1 to 64 of a-z, 0-9, dot, underscore and hyphen"
 
 // FoldUserName is the stored form of a sign-in name as typed: spaces
-// around it trimmed, upper case folded to lower. It does not check it.
+// around it trimmed, A-Z folded to a-z. Only ASCII letters are folded
+// (Unicode folding would make the Kelvin sign a "k"), and it does not
+// check the name.
 func FoldUserName(raw string) string {
-	return strings.ToLower(strings.TrimSpace(raw))
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, strings.TrimSpace(raw))
 }
 
 // checkUserName folds and checks a sign-in name.

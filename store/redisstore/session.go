@@ -66,6 +66,7 @@ const (
 	sfUser    = "u"
 	sfEpoch   = "ep"
 	sfCreated = "ca"
+	sfSeen    = "ls" // last use (Unix s)
 )
 
 // sessionTTL is how long a session created at created lives from now
@@ -92,7 +93,7 @@ func (s *Store) StartSession(ctx context.Context, id int64) (string, error) {
 	now := s.now()
 	key := s.sessionKey(secret)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, sfUser, id, sfEpoch, u.epoch, sfCreated, now.Unix())
+		p.HSet(ctx, key, sfUser, id, sfEpoch, u.epoch, sfCreated, now.Unix(), sfSeen, now.Unix())
 		p.PExpire(ctx, key, s.sessionTTL(now))
 		return nil
 	})
@@ -108,7 +109,9 @@ func noSession() error { return store.Errorf(store.ENOTFOUND, "no such session")
 // SessionUser is the account of session secret, renewing its idle expiry
 // (never past its absolute end): two round trips. ENOTFOUND when the
 // session is unknown, expired or ended, or its account is disabled, gone,
-// or has a new epoch (a new password, a disable).
+// or has a new epoch (a new password, a disable). The session's times
+// are checked by the store's clock, and its key's TTL ends it in Redis
+// too.
 func (s *Store) SessionUser(ctx context.Context, secret string) (*store.User, error) {
 	if _, ok := secretHash(secret); !ok {
 		return nil, noSession()
@@ -118,25 +121,30 @@ func (s *Store) SessionUser(ctx context.Context, secret string) (*store.User, er
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrap(err)
 	}
-	id, ok1 := store.ParseID(h[sfUser])
+	id, ok := store.ParseID(h[sfUser])
 	ca, err1 := strconv.ParseInt(h[sfCreated], 10, 64)
-	if !ok1 || err1 != nil || h[sfEpoch] == "" {
+	seen, err2 := strconv.ParseInt(h[sfSeen], 10, 64)
+	if err2 != nil {
+		seen, err2 = ca, nil
+	}
+	if !ok || err1 != nil || h[sfEpoch] == "" {
 		if len(h) > 0 {
 			s.rdb.Del(ctx, key) // not a session: a leftover
 		}
 		return nil, noSession()
 	}
+	now := s.now()
 	ttl := s.sessionTTL(time.Unix(ca, 0))
-	if ttl <= 0 {
+	if ttl <= 0 || now.Sub(time.Unix(seen, 0)) > store.SessionIdle {
 		s.rdb.Del(ctx, key)
 		return nil, noSession()
 	}
 	var uc *redis.MapStringStringCmd
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		uc = p.HGetAll(ctx, userKind.key(s, id))
-		// Renewed with the read; a session refused below is deleted.
-		// PEXPIRE never makes a key: one ended meanwhile stays ended.
-		p.PExpire(ctx, key, ttl)
+		// Renewed with the read (a session refused below is deleted); a
+		// session ended meanwhile stays ended.
+		p.Eval(ctx, renewSession, []string{key}, now.Unix(), ttl.Milliseconds())
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrap(err)
@@ -148,6 +156,17 @@ func (s *Store) SessionUser(ctx context.Context, secret string) (*store.User, er
 	}
 	return publicUser(u), nil
 }
+
+// renewSession records a session's use and sets its TTL, if it is still
+// there: KEYS the session, ARGV the time (Unix s) and the TTL (ms).
+const renewSession = `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'ls', ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`
 
 // EndSession ends session secret (signing out); ending one that is not
 // there is no error.

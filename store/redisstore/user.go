@@ -29,11 +29,12 @@ import (
 //	ux:{u}:created          by created time, score timeScore, member the id
 //	ux:{u}:name             by name, member "name NUL inverted-id" (lex)
 //	ux:{u}:admins           the enabled admins, member the id (score 0)
-//	u:{u}:s:<sha256 hex>    a session: u account id, ep the account's epoch, ca created (Unix s); TTL its idle or absolute end
+//	u:{u}:s:<sha256 hex>    a session: u account id, ep the account's epoch, ca created, ls last use (Unix s); TTL its idle or absolute end
 //	u:{u}:t:<sha256 hex>    a token's secret: u account id, i token id
 //	u:{u}:<id>:tokens       hash: the account's tokens, token id -> JSON (name, role, created, secret's hash)
 //	u:{u}:<id>:used         hash: token id -> last use (Unix s)
 //	u:{u}:tseq              the token id counter
+//	u:{u}:turns             moved by every write of an account (userTurns)
 //
 // The epoch is a random value the account's hash holds; a session is good
 // while it names the account's epoch. A new password or a disable writes
@@ -303,6 +304,14 @@ func membersIDs(members []string) []int64 {
 // msgLastAdmin is the error of a write that would leave no enabled admin.
 const msgLastAdmin = "is the last enabled admin's: another admin must be made first"
 
+// userTurns is a counter every guarded write of an account moves, in its
+// transaction, and every one WATCHes: the rules' reads are stale once
+// another account's write commits. The indexes alone are not enough to
+// watch: miniredis (the embedded store) does not count a ZREM that
+// leaves members as a change of the key, so a WATCH of the admins index
+// misses an admin leaving it.
+func (s *Store) userTurns() string { return s.prefix + "u:{u}:turns" }
+
 // errFirstUser refuses a first account that is not an enabled admin.
 func errFirstUser() error {
 	return &store.Error{Code: store.EINVALID, Message: "the first user must be an enabled admin",
@@ -315,9 +324,9 @@ func errFirstUser() error {
 // that is given the account's new epoch in the same transaction.
 func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 	key := userKind.key(s, id)
-	admins, created := s.userIndex("admins"), s.userIndex("created")
+	admins, created, turns := s.userIndex("admins"), s.userIndex("created"), s.userTurns()
 	var keepKey string
-	watch := []string{admins, created}
+	watch := []string{admins, created, turns}
 	if keep != "" {
 		keepKey = s.sessionKey(keep)
 		watch = append(watch, keepKey)
@@ -359,6 +368,7 @@ func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 		}
 	}
 	g.also = func(ctx context.Context, p redis.Pipeliner) {
+		p.Incr(ctx, turns)
 		n := *next
 		if keepKey == "" || n == nil || keepOwner.Val() != idText || keepTTL.Val() <= 0 {
 			return
@@ -466,6 +476,7 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, ifMatch, version int64
 		return reads(ctx, p)
 	}
 	g.also = func(ctx context.Context, p redis.Pipeliner) {
+		p.Incr(ctx, s.userTurns())
 		for _, raw := range held.Val() {
 			if t, ok := decodeToken(raw); ok {
 				p.Del(ctx, s.tokenKey(t.SHA))
