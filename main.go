@@ -414,6 +414,10 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 		}
 	}
 
+	if err := refuseOpenDesk(ctx, cfg, st, log); err != nil {
+		return nil, nil, err
+	}
+
 	if cfg.seed > 0 {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		start := time.Now()
@@ -427,9 +431,6 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 		}
 	}
 
-	if err := refuseOpenDesk(ctx, cfg, st, log); err != nil {
-		return nil, nil, err
-	}
 	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
 		AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
 		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight, Metrics: metrics,
@@ -438,6 +439,56 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 		return nil, nil, err
 	}
 	return app, closeSt, nil
+}
+
+// refuseOpenDesk refuses to serve an open desk (protected mode: no account
+// exists, so anyone who reaches it may do anything) on an address other
+// than loopback, unless -open says to. The store is asked for a while
+// (it may be starting); a store that never answers is refused too, since
+// it cannot say the desk is closed.
+func refuseOpenDesk(ctx context.Context, cfg config, st store.Users, log *slog.Logger) error {
+	if cfg.open || loopback(cfg.addr) {
+		if cfg.open && !loopback(cfg.addr) {
+			log.Warn("-open: while no account exists, anyone who reaches this address may do anything", "addr", cfg.addr)
+		}
+		return nil
+	}
+	deadline := time.Now().Add(openDeskWait)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		has, err := st.HasUsers(cctx)
+		cancel()
+		switch {
+		case err == nil && has:
+			return nil
+		case err == nil:
+			return fmt.Errorf("no account exists yet, so the desk would be open to anyone who reaches %s: "+
+				"make an admin account first (ORDERS_ADMIN=name:password, or orders user add NAME -role admin), "+
+				"listen on a loopback address (-addr 127.0.0.1:3000), or give -open to serve it open anyway", cfg.addr)
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return fmt.Errorf("cannot tell whether any account exists (%v), so the desk might be open to anyone who reaches %s: "+
+				"start once the store answers, listen on a loopback address, or give -open", err, cfg.addr)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// openDeskWait is how long refuseOpenDesk waits for the store to answer.
+const openDeskWait = 10 * time.Second
+
+// loopback reports whether the listen address addr ("host:port") can be
+// reached only from this machine: a 127.0.0.0/8 or ::1 address, or
+// localhost. An empty host listens on every address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // adminWait is how long the start waits for Redis to take ORDERS_ADMIN's
@@ -578,56 +629,6 @@ func readPasswordLine(r io.Reader) (string, error) {
 		return "", errors.New("no password on stdin: give it as one line, e.g. printf '%s\\n' \"$PASSWORD\" | orders user add NAME -role ROLE")
 	}
 	return pw, nil
-}
-
-// refuseOpenDesk refuses to serve an open desk (protected mode: no account
-// exists, so anyone who reaches it may do anything) on an address other
-// than loopback, unless -open says to. The store is asked for a while
-// (it may be starting); a store that never answers is refused too, since
-// it cannot say the desk is closed.
-func refuseOpenDesk(ctx context.Context, cfg config, st store.Users, log *slog.Logger) error {
-	if cfg.open || loopback(cfg.addr) {
-		if cfg.open && !loopback(cfg.addr) {
-			log.Warn("-open: while no account exists, anyone who reaches this address may do anything", "addr", cfg.addr)
-		}
-		return nil
-	}
-	deadline := time.Now().Add(openDeskWait)
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		has, err := st.HasUsers(cctx)
-		cancel()
-		switch {
-		case err == nil && has:
-			return nil
-		case err == nil:
-			return fmt.Errorf("no account exists yet, so the desk would be open to anyone who reaches %s: "+
-				"make an admin account first (ORDERS_ADMIN=name:password, or orders user add NAME -role admin), "+
-				"listen on a loopback address (-addr 127.0.0.1:3000), or give -open to serve it open anyway", cfg.addr)
-		case time.Now().After(deadline) || ctx.Err() != nil:
-			return fmt.Errorf("cannot tell whether any account exists (%v), so the desk might be open to anyone who reaches %s: "+
-				"start once the store answers, listen on a loopback address, or give -open", err, cfg.addr)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// openDeskWait is how long refuseOpenDesk waits for the store to answer.
-const openDeskWait = 10 * time.Second
-
-// loopback reports whether the listen address addr ("host:port") can be
-// reached only from this machine: a 127.0.0.0/8 or ::1 address, or
-// localhost. An empty host listens on every address.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // embeddedIOTimeout bounds a read of the embedded store's answer.

@@ -144,6 +144,7 @@ func TestAccessibility(t *testing.T) {
 		}
 	}
 	pages := []string{
+		"/session/new?next=%2Forders",
 		"/orders?q=a", "/orders?q=zzzz", "/orders?status=shipped", "/orders?page=99",
 		"/orders?per_page=2&page=2", "/orders/" + a, "/orders/" + s, "/orders/" + c,
 		"/orders/" + a + "/edit", "/orders/" + s + "/edit", "/orders/inquiry", "/orders/inquiry?q=zzzz",

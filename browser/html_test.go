@@ -239,6 +239,7 @@ func TestHTMLValid(t *testing.T) {
 	// Full pages, and the same addresses as htmx fragments (their main part).
 	gets := []struct{ name, path string }{
 		{"list-search", "/orders?q=a"},
+		{"sign-in", "/session/new?next=%2Forders%3Fq%3Da"},
 		{"list-search-none", "/orders?q=zzzz"},
 		{"list-shipped", "/orders?status=shipped"},
 		{"list-page-99", "/orders?page=99"},

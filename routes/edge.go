@@ -634,7 +634,9 @@ func (h *handlers) authenticate(timeout time.Duration) fiber.Handler {
 				h.log.Error("a failed sign-in could not be counted", "client", addr, "via", "token", "err", err, "request_id", requestIDOf(c))
 			}
 			h.log.Warn("sign-in failed", "client", addr, "via", "token", "request_id", requestIDOf(c))
-			return unsigned(c)
+			// A program's credential: 401 whatever it accepts, never a
+			// redirect to a form.
+			return store.Errorf(store.EUNSIGNED, "the token is not known: it was revoked, its person disabled, or it was never made")
 		case failedSession:
 			clearSessionCookie(c)
 		}

@@ -69,6 +69,9 @@ func signInApp(t *testing.T, tg testutil.Target, clock *settableClock, logs io.W
 	}
 	return newTestApp(t, tg.Name, st, func(c *Config) {
 		c.TrustedProxies = []string{"0.0.0.0"}
+		// A burst of sign-ins waits its turn for the password hashes
+		// (argon2id, a few at once): time enough for all of it.
+		c.RequestTimeout = 20 * time.Second
 		if logs != nil {
 			c.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter{t}), nil))
 		}

@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"context"
 	"math"
 	"net/url"
 	"reflect"
@@ -137,26 +138,14 @@ func (h *handlers) signIn(c *fiber.Ctx) error {
 			"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
 		return tooMany(c, th)
 	}
-	if err := h.limits.SignInAllowed(ctx, addr, name); err != nil {
-		if th := asThrottled(err); th != nil {
-			return throttled(th)
-		}
-		h.log.Warn("sign-in refused: the limits cannot be read", "client", addr, "user", logName(name), "err", err, "request_id", requestIDOf(c))
-		return err
+	u, err := h.checkSignIn(ctx, addr, name, password)
+	if th := asThrottled(err); th != nil {
+		return throttled(th)
 	}
-	var u *store.User
-	if len(name) <= store.MaxUserName && len(password) <= store.MaxPassword {
-		u, err = h.store.CheckPassword(ctx, name, password)
-		if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+	if err != nil {
+		if store.ErrorCode(err) != store.ENOTFOUND {
+			h.log.Warn("sign-in refused: the limits or the account cannot be read", "client", addr, "user", logName(name), "err", err, "request_id", requestIDOf(c))
 			return err
-		}
-	}
-	if u == nil {
-		if err := h.limits.CountFailedSignIn(ctx, addr, name); err != nil {
-			if th := asThrottled(err); th != nil {
-				return throttled(th)
-			}
-			h.log.Error("a failed sign-in could not be counted", "client", addr, "user", logName(name), "err", err, "request_id", requestIDOf(c))
 		}
 		h.log.Warn("sign-in failed", "client", addr, "user", logName(name), "request_id", requestIDOf(c))
 		return refuse(msgWrongSignIn)
@@ -179,8 +168,60 @@ func (h *handlers) signIn(c *fiber.Ctx) error {
 	if dest == "" {
 		dest = afterSignIn
 	}
-	return respond(c, rp, nil, &response{Status: fiber.StatusCreated, JSON: u, Redirect: dest, HXRedirect: dest, CacheControl: noStore,
+	status := fiber.StatusOK // htmx: the redirect is the answer
+	if rp == reprJSON {
+		status = fiber.StatusCreated
+	}
+	return respond(c, rp, nil, &response{Status: status, JSON: u, Redirect: dest, HXRedirect: dest, CacheControl: noStore,
 		Notice: successNotice("You are signed in as " + who.DisplayName() + ".")})
+}
+
+// signInChecks bounds the sign-ins being checked at once (as many as the
+// store hashes passwords at once). Within one, the limits are read, the
+// password checked and a failure counted, in that order: a sign-in that
+// waited for its turn reads the failures counted meanwhile, so of guesses
+// sent all at once no more than the limit reach the password check, and a
+// burst waits for a few hashes instead of queueing every one of them.
+var signInChecks = make(chan struct{}, 4)
+
+// checkSignIn is the account name signs in as with password, from addr:
+// a *store.Throttled when addr or name has failed too often (whatever the
+// password), ENOTFOUND for a wrong name or password (counted as a
+// failure), EUNAVAILABLE when Redis does not answer or the sign-in waited
+// too long for its turn.
+func (h *handlers) checkSignIn(ctx context.Context, addr, name, password string) (*store.User, error) {
+	select {
+	case signInChecks <- struct{}{}:
+		defer func() { <-signInChecks }()
+	case <-ctx.Done():
+		return nil, &store.Error{Code: store.EUNAVAILABLE, Message: "too many sign-ins at once; try again in a moment", Err: ctx.Err()}
+	}
+	if err := h.limits.SignInAllowed(ctx, addr, name); err != nil {
+		return nil, err
+	}
+	var u *store.User
+	var err error
+	if len(name) <= store.MaxUserName && len(password) <= store.MaxPassword {
+		u, err = h.store.CheckPassword(ctx, name, password)
+		if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+			return nil, err
+		}
+	}
+	if u != nil {
+		return u, nil
+	}
+	// Counted even when the request's time ran out in the hash: a failure
+	// that is checked is always counted.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := h.limits.CountFailedSignIn(cctx, addr, name); err != nil {
+		if asThrottled(err) != nil {
+			return nil, err
+		}
+		h.log.Error("a failed sign-in could not be counted", "client", addr, "user", logName(name), "err", err)
+		return nil, err
+	}
+	return nil, store.Errorf(store.ENOTFOUND, msgWrongSignIn)
 }
 
 // signOut is DELETE /session (a plain form: POST with _method=DELETE): the

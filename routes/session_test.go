@@ -2,11 +2,14 @@ package routes
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -53,7 +56,7 @@ func signInBody(name, password, next string) testutil.Body {
 // sessionOf is the session secret a sign-in's answer set, or "".
 func sessionOf(r *testutil.Resp) string {
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == sessionCookie && c.MaxAge >= 0 && c.Value != "" {
+		if c.Name == sessionCookie && !cleared(c) && c.Value != "" {
 			return c.Value
 		}
 	}
@@ -200,8 +203,7 @@ func TestSignIn(t *testing.T) {
 	// The session is the person's: the header names them, links their own
 	// page and offers Sign out (a plain form that works without JavaScript).
 	p := a.get(t, "/orders", as(s, testutil.HPage)).WantStatus(t, http.StatusOK)
-	p.WantContains(t, `href="/users/`+itoa(clerk.ID)+`"`, "Clerk Example", `name="_method" value="DELETE"`, ">Sign out</button>",
-		"You are signed in as Clerk Example.").WantLacks(t, "This desk is open")
+	p.WantContains(t, `href="/users/`+itoa(clerk.ID)+`"`, "Clerk Example", `name="_method" value="DELETE"`, ">Sign out</button>").WantLacks(t, "This desk is open")
 
 	// JSON: 201 with the account (never a password).
 	j := a.do(t, http.MethodPost, sessionPath, testutil.JSON(map[string]any{"name": "clerk", "password": passwordOf("clerk")}), testutil.HJSON).
@@ -223,14 +225,15 @@ func TestSignIn(t *testing.T) {
 }
 
 func TestAFailedSignInSaysWrongNameOrPasswordWhateverWasWrong(t *testing.T) {
-	a := peopleApp(t)
+	// Each case from an address of its own, under the throttle's limit.
+	a := peopleApp(t, func(c *Config) { c.TrustedProxies = []string{"0.0.0.0"} })
 	addAccount(t, a.store, "clerk", store.RoleClerk)
 	disabled := addAccount(t, a.store, "gone", store.RoleClerk)
 	yes := true
 	if _, err := a.store.UpdateUser(context.Background(), disabled.ID, store.UserInput{Disabled: &yes}, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ what, name, password string }{
+	for i, c := range []struct{ what, name, password string }{
 		{"a wrong password", "clerk", "not-the-password"},
 		{"a name nobody has", "nobody", passwordOf("clerk")},
 		{"the name in capitals", "CLERK", passwordOf("clerk") + "x"},
@@ -239,15 +242,16 @@ func TestAFailedSignInSaysWrongNameOrPasswordWhateverWasWrong(t *testing.T) {
 		{"a password past the limit", "clerk", strings.Repeat("p", 5000)},
 	} {
 		t.Run(c.what, func(t *testing.T) {
-			r := a.do(t, http.MethodPost, sessionPath, signInBody(c.name, c.password, "/products"), testutil.HPage).
+			from := testutil.H{"X-Forwarded-For": "192.0.2." + itoa(int64(i+1))}
+			r := a.do(t, http.MethodPost, sessionPath, signInBody(c.name, c.password, "/products"), testutil.HPage.With(from)).
 				WantStatus(t, http.StatusUnprocessableEntity).WantPage(t, "session-new").WantContains(t, "Wrong name or password.", `value="/products"`)
 			r.WantLacks(t, c.password)
 			if sessionOf(r) != "" {
 				t.Errorf("%s: a session cookie was set", r.What)
 			}
-			a.do(t, http.MethodPost, sessionPath, signInBody(c.name, c.password, ""), testutil.HXTo("main#main")).
+			a.do(t, http.MethodPost, sessionPath, signInBody(c.name, c.password, ""), testutil.HXTo("main#main").With(from)).
 				WantStatus(t, http.StatusUnprocessableEntity).WantFragment(t, "session-new").WantContains(t, "Wrong name or password.")
-			j := a.do(t, http.MethodPost, sessionPath, testutil.JSON(map[string]any{"name": c.name, "password": c.password}), testutil.HJSON).
+			j := a.do(t, http.MethodPost, sessionPath, testutil.JSON(map[string]any{"name": c.name, "password": c.password}), testutil.HJSON.With(from)).
 				WantStatus(t, http.StatusUnprocessableEntity)
 			if e := j.Object(t); e["error"] != msgWrongSignIn {
 				t.Errorf("%s: error %v, want %q", j.What, e["error"], msgWrongSignIn)
@@ -320,8 +324,8 @@ func TestSignOutEndsTheSessionOnTheServer(t *testing.T) {
 			case http.StatusOK:
 				r.WantHeader(t, "HX-Redirect", signInPath)
 			}
-			if ck := cookieNamed(r, sessionCookie); ck == nil || ck.MaxAge >= 0 || ck.Value != "" {
-				t.Errorf("%s: session cookie %+v, want it cleared", r.What, ck)
+			if !cleared(cookieNamed(r, sessionCookie)) {
+				t.Errorf("%s: session cookie %+v, want it cleared", r.What, cookieNamed(r, sessionCookie))
 			}
 			// The old cookie, kept or replayed, is worth nothing now.
 			wantSignInRedirect(t, a.get(t, "/orders", as(s, testutil.HPage)), "/orders")
@@ -344,10 +348,10 @@ func TestASessionFromACookieTheStoreDoesNotKnowIsCleared(t *testing.T) {
 	a := peopleApp(t)
 	r := a.get(t, "/orders", as("forged-session-secret", testutil.HPage))
 	wantSignInRedirect(t, r, "/orders")
-	if ck := cookieNamed(r, sessionCookie); ck == nil || ck.MaxAge >= 0 {
-		t.Errorf("%s: session cookie %+v, want it cleared", r.What, ck)
+	if !cleared(cookieNamed(r, sessionCookie)) {
+		t.Errorf("%s: session cookie %+v, want it cleared", r.What, cookieNamed(r, sessionCookie))
 	}
-	wantSignInRedirect(t, a.get(t, "/orders", as(strings.Repeat("x", 5000), testutil.HPage)), "/orders")
+	wantSignInRedirect(t, a.get(t, "/orders", as(strings.Repeat("x", 1000), testutil.HPage)), "/orders")
 }
 
 func TestSessionCookieIsSecureOnlyOverHTTPSFromATrustedProxy(t *testing.T) {
@@ -488,6 +492,11 @@ func personFor(t testing.TB, st store.Service, h testutil.H) *person {
 	return got
 }
 
+// cleared reports whether c tells the browser to forget its cookie.
+func cleared(c *http.Cookie) bool {
+	return c != nil && c.Value == "" && (c.MaxAge < 0 || !c.Expires.IsZero() && c.Expires.Before(time.Now()))
+}
+
 // cookieNamed is the cookie name that r sets, or nil.
 func cookieNamed(r *testutil.Resp, name string) *http.Cookie {
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
@@ -496,4 +505,71 @@ func cookieNamed(r *testutil.Resp, name string) *http.Cookie {
 		}
 	}
 	return nil
+}
+
+func TestSessionsEndAfter12HoursUnusedOr7DaysInAll(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			clock := newSettableClock()
+			st := redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix, Cluster: tg.Cluster, Now: clock.Now})
+			addAccount(t, st, "admin", store.RoleAdmin)
+			a := newTestApp(t, tg.Name, st)
+			// Each use renews the idle time: used every 11 hours, a session
+			// lives on, until 7 days after the sign-in.
+			s, idle := a.signIn(t, "admin"), a.signIn(t, "admin")
+			for used := 11 * time.Hour; used < store.SessionAbsolute; used += 11 * time.Hour {
+				clock.Advance(11 * time.Hour)
+				a.get(t, "/orders", as(s, testutil.HJSON)).WantStatus(t, http.StatusOK)
+			}
+			// The other, unused for more than 12 hours, ended long ago.
+			wantUnsigned(t, a.get(t, "/orders", as(idle, testutil.HJSON)))
+			clock.Advance(store.SessionAbsolute - (store.SessionAbsolute/(11*time.Hour))*11*time.Hour + time.Second)
+			wantSignInRedirect(t, a.get(t, "/orders", as(s, testutil.HPage)), "/orders")
+			// Unused: 12 hours is the end.
+			fresh := a.signIn(t, "admin")
+			clock.Advance(store.SessionIdle - time.Minute)
+			a.get(t, "/orders", as(fresh, testutil.HJSON)).WantStatus(t, http.StatusOK)
+			clock.Advance(store.SessionIdle + time.Second)
+			wantUnsigned(t, a.get(t, "/orders", as(fresh, testutil.HJSON)))
+		})
+	}
+}
+
+func TestTheRequestLogNamesThePerson(t *testing.T) {
+	logs := &syncBuffer{}
+	a := peopleApp(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	clerk := addAccount(t, a.store, "clerk", store.RoleClerk)
+	_, token, err := a.store.CreateToken(context.Background(), clerk.ID, "till", store.RoleClerk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.signIn(t, "admin")
+	for _, c := range []struct {
+		h    testutil.H
+		want string
+	}{
+		{as(s, testutil.HPage), "admin"},
+		{bearer(token, testutil.HJSON), "clerk"},
+		{testutil.HJSON, "anonymous"},
+	} {
+		r := a.get(t, "/orders", c.h)
+		id := r.Header.Get("X-Request-Id")
+		found := false
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var line struct {
+				Msg       string `json:"msg"`
+				RequestID string `json:"request_id"`
+				Person    string `json:"person"`
+			}
+			if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "request" && line.RequestID == id {
+				found = true
+				if line.Person != c.want {
+					t.Errorf("%s: the request's log line names %q, want %q", r.What, line.Person, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no request log line with its id %s", r.What, id)
+		}
+	}
 }

@@ -662,6 +662,7 @@
       const ctx = d.ctx;
       if (isStream(ctx.sourceElement)) { retry(ctx.sourceElement); return false; } // not a stream
       if (!ctx.live) return;
+      if (ctx.response.status === 401) return; // signed out: htmx follows HX-Redirect to the sign-in form
       if (ctx.response.status === 404 && isID(ctx.live)) { note(ctx.live, ctx.liveVersion, true); return false; }
       if (ctx.response.status !== 200) { relive(ctx); return false; } // keep what shows
       if (ctx.sourceElement) ctx.sourceElement._liveRetry = 0;
