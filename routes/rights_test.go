@@ -245,3 +245,54 @@ func TestReadsNeedTheirRight(t *testing.T) {
 	a.get(t, "/orders/inquiry", a.as(store.RoleViewer, testutil.HPage)).WantStatus(t, http.StatusOK)
 	a.get(t, userResource.EventsPath(), a.as(store.RoleClerk, testutil.H{"Accept": "text/event-stream"})).WantStatus(t, http.StatusForbidden)
 }
+
+// TestPagesShowOnlyPermittedControls: a viewer's List and order page
+// offer no Edit, Delete, inline edit, status change, note form or New
+// (button or shortcut); a clerk's product pages offer no editing and no
+// Delete, and no Delete of orders; the rows live updates fetch follow the
+// same rights; a manager sees it all.
+func TestPagesShowOnlyPermittedControls(t *testing.T) {
+	a := newRightsApp(t)
+	order := a.seeded(t, resourceSuites()[0], 1)
+	var product memberJSON
+	a.do(t, http.MethodPost, "/products", testutil.JSON(productResource.Example.Create(1)), a.as(store.RoleAdmin, testutil.HJSON)).
+		WantStatus(t, http.StatusCreated).JSON(t, &product)
+	edit := func(r *resource, id int64) string { return `href="` + r.EditPath(id) + `"` }
+	del := func(r *resource, id int64) string { return `hx-delete="` + r.MemberPath(id) + `"` }
+	newOrder := `href="` + orderResource.NewPath() + `"`
+	noteForm := `class="note-form"`
+
+	viewer := func(h testutil.H) testutil.H { return a.as(store.RoleViewer, h) }
+	a.get(t, "/orders", viewer(testutil.HPage)).WantStatus(t, http.StatusOK).
+		WantContains(t, `id="`+orderResource.RowID(order.ID)+`"`).
+		WantLacks(t, edit(orderResource, order.ID), del(orderResource, order.ID), newOrder, `data-shortcut="n"`, "data-shortcut-edit", ">Edit<", ">Delete<")
+	a.get(t, "/orders", viewer(testutil.HXTo("div#"+orderResource.ResultsID()))).WantStatus(t, http.StatusOK).
+		WantLacks(t, edit(orderResource, order.ID), del(orderResource, order.ID))
+	a.get(t, orderResource.MemberPath(order.ID), viewer(testutil.HPage)).WantStatus(t, http.StatusOK).
+		WantContains(t, `id="`+orderResource.HistoryID()+`"`).
+		WantLacks(t, edit(orderResource, order.ID), del(orderResource, order.ID), noteForm, `name="status"`, newOrder, ">Edit<", ">Delete<")
+	// The row and page live updates fetch.
+	a.get(t, orderResource.MemberPath(order.ID), viewer(testutil.HXTo("tr#"+orderResource.RowID(order.ID)))).WantStatus(t, http.StatusOK).
+		WantFragment(t, orderResource.RowID(order.ID)).WantLacks(t, edit(orderResource, order.ID), del(orderResource, order.ID))
+	for _, path := range []string{"/products", "/customers", productResource.MemberPath(product.ID)} {
+		a.get(t, path, viewer(testutil.HPage)).WantStatus(t, http.StatusOK).WantLacks(t, ">Edit<", ">Delete<", "New product", "New customer", noteForm)
+	}
+
+	clerk := func(h testutil.H) testutil.H { return a.as(store.RoleClerk, h) }
+	a.get(t, productResource.MemberPath(product.ID), clerk(testutil.HPage)).WantStatus(t, http.StatusOK).
+		WantContains(t, noteForm).WantLacks(t, edit(productResource, product.ID), del(productResource, product.ID), ">Edit<", ">Delete<")
+	a.get(t, "/products", clerk(testutil.HPage)).WantStatus(t, http.StatusOK).
+		WantLacks(t, edit(productResource, product.ID), del(productResource, product.ID), "New product", "data-shortcut-edit")
+	a.get(t, productResource.MemberPath(product.ID), clerk(testutil.HXTo("tr#"+productResource.RowID(product.ID)))).WantStatus(t, http.StatusOK).
+		WantLacks(t, edit(productResource, product.ID), del(productResource, product.ID))
+	a.get(t, orderResource.MemberPath(order.ID), clerk(testutil.HPage)).WantStatus(t, http.StatusOK).
+		WantContains(t, edit(orderResource, order.ID), noteForm, `name="status"`, newOrder, `data-shortcut="n"`).
+		WantLacks(t, del(orderResource, order.ID), ">Delete<")
+	a.get(t, "/orders", clerk(testutil.HPage)).WantContains(t, edit(orderResource, order.ID), "data-shortcut-edit").WantLacks(t, del(orderResource, order.ID))
+
+	manager := func(h testutil.H) testutil.H { return a.as(store.RoleManager, h) }
+	a.get(t, productResource.MemberPath(product.ID), manager(testutil.HPage)).WantStatus(t, http.StatusOK).
+		WantContains(t, edit(productResource, product.ID), del(productResource, product.ID), noteForm)
+	a.get(t, "/orders", manager(testutil.HPage)).WantContains(t, edit(orderResource, order.ID), del(orderResource, order.ID), newOrder)
+	a.get(t, "/products", manager(testutil.HPage)).WantContains(t, "New product")
+}

@@ -199,14 +199,14 @@ func (m userMember) update(ctx context.Context, id int64, in userIn, ifMatch int
 		if self && in.Password != nil {
 			if in.CurrentPassword == nil || *in.CurrentPassword == "" {
 				return nil, &store.Error{Code: store.EINVALID, Message: "your current password is needed to change it",
-					Fields: map[string]string{"current_password": "is needed to change your password"}}
+					Fields: map[string]string{"current_password": "is needed to change your password"}, Current: &userRecord{User: *cur}}
 			}
 			if _, err := m.s.CheckPassword(ctx, cur.Name, *in.CurrentPassword); err != nil {
 				if store.ErrorCode(err) != store.ENOTFOUND {
 					return nil, err
 				}
 				return nil, &store.Error{Code: store.EINVALID, Message: "the current password is wrong",
-					Fields: map[string]string{"current_password": "is not your current password"}}
+					Fields: map[string]string{"current_password": "is not your current password"}, Current: &userRecord{User: *cur}}
 			}
 		}
 	}
