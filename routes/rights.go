@@ -95,6 +95,15 @@ func (r *resource) allow(c *fiber.Ctx, a action) error {
 	return r.forbidden(p, a)
 }
 
+// roleMark is a role in an HTML answer's ETag: its first letter ("n" for
+// none).
+func roleMark(r store.Role) string {
+	if !r.Valid() {
+		return "n"
+	}
+	return string(r)[:1]
+}
+
 // need is a middleware that lets through only requests whose person may
 // take action a on the resource (its live-event stream).
 func (r *resource) need(a action) fiber.Handler {

@@ -296,3 +296,20 @@ func TestPagesShowOnlyPermittedControls(t *testing.T) {
 	a.get(t, "/orders", manager(testutil.HPage)).WantContains(t, edit(orderResource, order.ID), del(orderResource, order.ID), newOrder)
 	a.get(t, "/products", manager(testutil.HPage)).WantContains(t, "New product")
 }
+
+// TestACachedPageFollowsARoleChange: a page's ETag names the role it was
+// drawn for, so a person whose role changed is not told their cached
+// page (with controls they no longer have) is current.
+func TestACachedPageFollowsARoleChange(t *testing.T) {
+	a := newRightsApp(t)
+	o := a.seeded(t, resourceSuites()[0], 1)
+	page := orderResource.MemberPath(o.ID)
+	r := a.get(t, page, a.as(store.RoleClerk, testutil.HPage)).WantStatus(t, http.StatusOK).WantContains(t, `href="`+orderResource.EditPath(o.ID)+`"`)
+	tag := r.Header.Get("ETag")
+	a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusNotModified)
+	clerk := a.user[store.RoleClerk]
+	a.do(t, http.MethodPut, userResource.MemberPath(clerk.ID), testutil.JSON(map[string]any{"role": "viewer"}), a.as(store.RoleAdmin, testutil.HJSON)).
+		WantStatus(t, http.StatusOK)
+	a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusOK).
+		WantLacks(t, `href="`+orderResource.EditPath(o.ID)+`"`)
+}
