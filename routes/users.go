@@ -275,6 +275,15 @@ func newUserForm(u *userRecord) *userForm {
 	return &userForm{newRecordForm(userResource, userFields, userInput(u), u.ID, u.Version, userMember{}.inVersion)}
 }
 
+// prefill starts the first account (protected mode) as an admin: it
+// must be one.
+func (f *userForm) prefill(c *fiber.Ctx) {
+	if f.New && personOf(c).Open {
+		admin := string(store.RoleAdmin)
+		f.values.Role = &admin
+	}
+}
+
 // Field is the view of a field of the form.
 func (f *userForm) Field(name string) fieldView { return f.shown(f.recordForm.Field(name)) }
 

@@ -259,3 +259,18 @@ func TestTheLastAdminStays(t *testing.T) {
 	a.do(t, http.MethodPut, userResource.MemberPath(mgr.ID), testutil.JSON(map[string]any{"role": "admin"}), a.as(store.RoleAdmin, testutil.HJSON)).WantStatus(t, http.StatusOK)
 	a.do(t, http.MethodPut, own, testutil.JSON(map[string]any{"role": "manager"}), a.as(store.RoleAdmin, testutil.HJSON)).WantStatus(t, http.StatusOK)
 }
+
+// TestTheFirstAccountFromTheUsersPage: in protected mode the New user form
+// starts as an admin (the first account must be one) and says so; made
+// there, it ends protected mode.
+func TestTheFirstAccountFromTheUsersPage(t *testing.T) {
+	tg := testutil.Miniredis(t)
+	a := newTestApp(t, tg.Name, testutil.NewStore(t, tg))
+	a.get(t, userResource.NewPath(), testutil.HPage).WantStatus(t, http.StatusOK).
+		WantContains(t, `<option value="admin" selected>`, "The first account must be an admin")
+	a.do(t, http.MethodPost, userResource.Path(), testutil.Form("name", "first", "role", "viewer", "password", "a long password"), testutil.HPage).
+		WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, "must be admin")
+	a.do(t, http.MethodPost, userResource.Path(), testutil.Form("name", "first", "role", "admin", "password", "a long password"), testutil.HPage).
+		WantStatus(t, http.StatusSeeOther)
+	a.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusUnauthorized)
+}
