@@ -25,6 +25,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
 
 	"orders/routes"
 	"orders/store"
@@ -559,13 +560,17 @@ func runUser(ctx context.Context, args []string, lookupEnv func(string) (string,
 	if *role == "" {
 		return errors.New("-role is required: viewer, clerk, manager or admin; " + usage)
 	}
-	if f, ok := stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprintf(stderr, "password for %s (at least %d characters; it is shown as you type): ", store.FoldUserName(name), store.MinPassword)
+	var password string
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		// Typed at a terminal: asked for, and not shown.
+		fmt.Fprintf(stderr, "password for %s (at least %d characters): ", store.FoldUserName(name), store.MinPassword)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return fmt.Errorf("reading the password: %w", err)
 		}
-	}
-	password, err := readPasswordLine(stdin)
-	if err != nil {
+		password = string(b)
+	} else if password, err = readPasswordLine(stdin); err != nil {
 		return err
 	}
 	if _, errs := store.ApplyUser(nil, store.UserInput{Name: &name, Role: role, Password: &password}); errs != nil {

@@ -172,3 +172,14 @@ func TestHashesWaitForASlotOrTheirDeadline(t *testing.T) {
 		t.Errorf("a hash with every slot taken: %v; want unavailable", err)
 	}
 }
+
+// BenchmarkHashPassword measures one argon2id hash with the parameters
+// passwords are stored with.
+func BenchmarkHashPassword(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := HashPassword(ctx, "correct horse battery"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func (s *Store) StartSession(ctx context.Context, id int64) (string, error) {
 func noSession() error { return store.Errorf(store.ENOTFOUND, "no such session") }
 
 // SessionUser is the account of session secret, renewing its idle expiry
-// (never past its absolute end): two round trips. ENOTFOUND when the
+// (never past its absolute end; at most once a minute): two round trips. ENOTFOUND when the
 // session is unknown, expired or ended, or its account is disabled, gone,
 // or has a new epoch (a new password, a disable). The session's times
 // are checked by the store's clock, and its key's TTL ends it in Redis
@@ -142,20 +142,39 @@ func (s *Store) SessionUser(ctx context.Context, secret string) (*store.User, er
 	var uc *redis.MapStringStringCmd
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		uc = p.HGetAll(ctx, userKind.key(s, id))
-		// Renewed with the read (a session refused below is deleted); a
-		// session ended meanwhile stays ended.
-		p.Eval(ctx, renewSession, []string{key}, now.Unix(), ttl.Milliseconds())
+		if now.Sub(time.Unix(seen, 0)) >= sessionRenewEvery {
+			// Renewed with the read (a session refused below is deleted);
+			// a session ended meanwhile stays ended.
+			p.Eval(ctx, renewSession, []string{key}, now.Unix(), ttl.Milliseconds())
+		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrap(err)
 	}
 	u, ok := decodeUser(id, uc.Val())
-	if !ok || u.Disabled || u.epoch != h[sfEpoch] {
+	if !ok || u.Disabled {
 		s.rdb.Del(ctx, key)
 		return nil, noSession()
 	}
+	if u.epoch != h[sfEpoch] {
+		// Ended by a new password, or given the new epoch since it was
+		// read (the session that made the change): read again. Never
+		// deleted on a read that may be stale; its TTL ends it.
+		ep, err := s.rdb.HGet(ctx, key, sfEpoch).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, wrap(err)
+		}
+		if ep != u.epoch {
+			return nil, noSession()
+		}
+	}
 	return publicUser(u), nil
 }
+
+// sessionRenewEvery is how often a session's use is written at most: a
+// request is not a write (the embedded store syncs every write to disk),
+// and a session ends between 12 h less this and 12 h after its last use.
+const sessionRenewEvery = time.Minute
 
 // renewSession records a session's use and sets its TTL, if it is still
 // there: KEYS the session, ARGV the time (Unix s) and the TTL (ms).

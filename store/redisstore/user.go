@@ -237,7 +237,8 @@ const maxUsersScanned = 10000
 // ListUsers answers one page of the accounts by name. Without q it is
 // O(log N + page) in the name index; with q it reads the accounts by
 // name (at most maxUsersScanned: people are few) and keeps those whose
-// name or display name contains q, case aside.
+// name or display name contains q, case aside, and the account whose
+// number q is, first.
 func (s *Store) ListUsers(ctx context.Context, q store.UserQuery) (store.UserPage, error) {
 	page, perPage := max(q.Page, 1), min(max(q.PerPage, 1), store.MaxPerPage)
 	if q.PerPage == 0 {
@@ -271,11 +272,18 @@ func (s *Store) ListUsers(ctx context.Context, q store.UserQuery) (store.UserPag
 	if err != nil {
 		return out, wrap(err)
 	}
+	byID, _ := store.ParseID(needle)
 	recs, err := readRecords(ctx, s, userKind, membersIDs(members), func(u *userRec) bool {
-		return strings.Contains(u.Name, needle) || strings.Contains(strings.ToLower(u.DisplayName), needle)
+		return u.ID == byID || strings.Contains(u.Name, needle) || strings.Contains(strings.ToLower(u.DisplayName), needle)
 	})
 	if err != nil {
 		return out, err
+	}
+	// A search by an account's number finds it first, as every List's does.
+	if i := slices.IndexFunc(recs, func(u userRec) bool { return u.ID == byID }); i > 0 {
+		u := recs[i]
+		copy(recs[1:i+1], recs[:i])
+		recs[0] = u
 	}
 	out.Total = int64(len(recs))
 	for i := (page - 1) * perPage; i < len(recs) && i < page*perPage; i++ {
@@ -325,22 +333,11 @@ func errFirstUser() error {
 func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 	key := userKind.key(s, id)
 	admins, created, turns := s.userIndex("admins"), s.userIndex("created"), s.userTurns()
-	var keepKey string
-	watch := []string{admins, created, turns}
-	if keep != "" {
-		keepKey = s.sessionKey(keep)
-		watch = append(watch, keepKey)
-	}
 	idText := strconv.FormatInt(id, 10)
-	g := guard{key: key, watch: watch}
-	var keepOwner *redis.StringCmd
-	var keepTTL *redis.DurationCmd
+	g := guard{key: key, watch: []string{admins, created, turns}}
 	g.reads = func(ctx context.Context, p redis.Pipeliner) func(h map[string]string) error {
 		members := p.ZRange(ctx, admins, 0, 1)
 		count := p.ZCard(ctx, created)
-		if keepKey != "" {
-			keepOwner, keepTTL = p.HGet(ctx, keepKey, "u"), p.PTTL(ctx, keepKey)
-		}
 		return func(h map[string]string) error {
 			cur, _ := decodeUser(id, h)
 			n := *next
@@ -369,15 +366,25 @@ func (s *Store) userGuard(id int64, next **userRec, keep string) guard {
 	}
 	g.also = func(ctx context.Context, p redis.Pipeliner) {
 		p.Incr(ctx, turns)
-		n := *next
-		if keepKey == "" || n == nil || keepOwner.Val() != idText || keepTTL.Val() <= 0 {
-			return
+		if n := *next; keep != "" && n != nil {
+			// A script in the MULTI, not a WATCH of the session: its own
+			// requests renew it meanwhile, and would make the write retry.
+			p.Eval(ctx, keepSession, []string{s.sessionKey(keep)}, idText, n.epoch)
 		}
-		p.HSet(ctx, keepKey, "ep", n.epoch)
-		p.PExpire(ctx, keepKey, keepTTL.Val())
 	}
 	return g
 }
+
+// keepSession gives a session of the account its new epoch, if it is
+// still there and the account's: KEYS the session, ARGV the account id
+// and the epoch.
+const keepSession = `
+if redis.call('HGET', KEYS[1], 'u') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'ep', ARGV[2])
+  return 1
+end
+return 0
+`
 
 // CreateUser makes an account with a fresh id; its password is required.
 // The first account must be an enabled admin; a name another account has
@@ -387,13 +394,10 @@ func (s *Store) CreateUser(ctx context.Context, in store.UserInput) (*store.User
 	if errs != nil {
 		return nil, userKind.invalid(errs, nil)
 	}
-	hash, err := store.HashPassword(ctx, *in.Password)
-	if err != nil {
-		return nil, err
-	}
-	r := userRec{User: u, hash: hash, epoch: newEpoch()}
-	// Refused before an id is drawn, so a refused create changes nothing;
-	// the write checks both again under its WATCH.
+	r := userRec{User: u, epoch: newEpoch()}
+	// Refused before an id is drawn (and before the password is hashed),
+	// so a refused create changes nothing; the write checks both again
+	// under its WATCH.
 	if err := claimsFree(ctx, s, userKind, &r); err != nil {
 		return nil, err
 	}
@@ -406,6 +410,11 @@ func (s *Store) CreateUser(ctx context.Context, in store.UserInput) (*store.User
 			return nil, errFirstUser()
 		}
 	}
+	hash, err := store.HashPassword(ctx, *in.Password)
+	if err != nil {
+		return nil, err
+	}
+	r.hash = hash
 	for range 100 {
 		id, err := s.nextID(ctx, userKind.counter)
 		if err != nil {
@@ -501,9 +510,12 @@ func (s *Store) AddUserNote(ctx context.Context, id int64, note string) (*store.
 	return noteOn(ctx, s, userKind, id, note)
 }
 
-// HasUsers reports whether any account exists: one command.
+// HasUsers reports whether any account exists: one command, which asks
+// two indexes (an account is in the first; an enabled admin, of whom
+// there is one while any account exists, in the second), so that an
+// index that lost its entries alone does not open the desk.
 func (s *Store) HasUsers(ctx context.Context) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.userIndex("created")).Result()
+	n, err := s.rdb.Exists(ctx, s.userIndex("created"), s.userIndex("admins")).Result()
 	return n > 0, wrap(err)
 }
 

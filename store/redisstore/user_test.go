@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,6 +210,16 @@ func TestSessionsEndWithANewPasswordButTheOneThatChangedIt(t *testing.T) {
 		}
 		if _, err := s.CheckPassword(ctx, "ALICE", "another good password"); err != nil {
 			t.Errorf("the new password, the name in capitals: %v", err)
+		}
+		// An admin who sets bob's password, keeping their own session,
+		// ends bob's sessions and none of their own.
+		if _, err := s.UpdateUser(ctx, b.ID, store.UserInput{Password: ptr("bob's new password")}, 0, sessions["a2"]); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.SessionUser(ctx, sessions["b"])
+		wantCode(t, "bob's session after an admin set his password", err, store.ENOTFOUND)
+		if _, err := s.SessionUser(ctx, sessions["a2"]); err != nil {
+			t.Errorf("the admin's own session after setting bob's password: %v", err)
 		}
 		// A change of the display name ends nothing.
 		if _, err := s.UpdateUser(ctx, a.ID, store.UserInput{DisplayName: ptr("Alice")}, 0, ""); err != nil {
@@ -448,15 +459,18 @@ func TestSessionsEndWhenIdleOrOld(t *testing.T) {
 		mr := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		defer c.Close()
-		s := redisstore.New(c, redisstore.Options{})
+		clk := &clock{}
+		clk.unix.Store(time.Now().Unix())
+		s := redisstore.New(c, redisstore.Options{Now: clk.Now})
+		forward := func(d time.Duration) { clk.Advance(d); mr.FastForward(d) }
 		ctx := context.Background()
 		a := mkUser(t, s, "root", store.RoleAdmin)
 		sec := start(t, s, a.ID)
-		mr.FastForward(11 * time.Hour)
+		forward(11 * time.Hour)
 		if _, err := s.SessionUser(ctx, sec); err != nil {
 			t.Fatalf("after 11 h: %v", err)
 		}
-		mr.FastForward(11 * time.Hour) // 22 h after sign-in, 11 h after its use
+		forward(11 * time.Hour) // 22 h after sign-in, 11 h after its use
 		if _, err := s.SessionUser(ctx, sec); err != nil {
 			t.Fatalf("used again 11 h after its last use: %v", err)
 		}
@@ -672,6 +686,50 @@ func TestEnsureAdminMakesOrResetsTheAccount(t *testing.T) {
 	})
 }
 
+// TestListUsersByNameAndSearch: the List is by name, paged, with the
+// total; a search keeps the accounts whose name or display name contains
+// it (case aside), and a number finds that account first.
+func TestListUsersByNameAndSearch(t *testing.T) {
+	onTargets(t, func(t *testing.T, tg testutil.Target) {
+		s := fresh(t, tg).s
+		ctx := context.Background()
+		for _, n := range []string{"root", "zed", "amy", "bob2", "carl"} {
+			role := store.RoleClerk
+			if n == "root" {
+				role = store.RoleAdmin
+			}
+			mkUser(t, s, n, role)
+		}
+		if _, err := s.UpdateUser(ctx, 5, store.UserInput{DisplayName: ptr("Carl Zwei")}, 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		names := func(p store.UserPage) string {
+			var out []string
+			for _, u := range p.Users {
+				out = append(out, u.Name)
+			}
+			return fmt.Sprintf("%v of %d", out, p.Total)
+		}
+		for _, c := range []struct {
+			q    store.UserQuery
+			want string
+		}{
+			{store.UserQuery{}, "[amy bob2 carl root zed] of 5"},
+			{store.UserQuery{PerPage: 2, Page: 2}, "[carl root] of 5"},
+			{store.UserQuery{PerPage: 2, Page: 9}, "[] of 5"},
+			{store.UserQuery{Q: "Z"}, "[carl zed] of 2"},
+			{store.UserQuery{Q: "2"}, "[zed bob2] of 2"},
+			{store.UserQuery{Q: "o", PerPage: 1, Page: 2}, "[root] of 2"},
+			{store.UserQuery{Q: "nobody"}, "[] of 0"},
+		} {
+			p, err := s.ListUsers(ctx, c.q)
+			if got := names(p); err != nil || got != c.want {
+				t.Errorf("ListUsers(%+v): %s, %v; want %s", c.q, got, err, c.want)
+			}
+		}
+	})
+}
+
 // TestCheckPasswordSaysOnlyWrongNameOrPassword: an unknown name, a wrong
 // password, a disabled account and an overlong password all get the same
 // not-found error; the right one gets the account, its name folded.
@@ -708,5 +766,162 @@ func TestCheckPasswordSaysOnlyWrongNameOrPassword(t *testing.T) {
 func onTargets(t *testing.T, test func(t *testing.T, tg testutil.Target)) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) { test(t, tg) })
+	}
+}
+
+// TestASessionsUseIsWrittenAtMostOnceAMinute: reading a session many
+// times within a minute writes nothing (no request is a write); past a
+// minute its use is written and its idle end moves.
+func TestASessionsUseIsWrittenAtMostOnceAMinute(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	clk := &clock{}
+	clk.unix.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Unix())
+	s := redisstore.New(c, redisstore.Options{Now: clk.Now})
+	ctx := context.Background()
+	a := mkUser(t, s, "root", store.RoleAdmin)
+	sec := start(t, s, a.ID)
+	key := sessionKeyOf(t, mr)
+	seen := mr.HGet(key, "ls")
+	for range 20 {
+		clk.Advance(2 * time.Second)
+		if _, err := s.SessionUser(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mr.HGet(key, "ls"); got != seen {
+		t.Errorf("40 s of reads moved the last use from %s to %s; want no write", seen, got)
+	}
+	clk.Advance(21 * time.Second)
+	if _, err := s.SessionUser(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	if got := mr.HGet(key, "ls"); got == seen {
+		t.Errorf("a read 61 s after sign-in left the last use at %s; want it written", got)
+	}
+}
+
+// TestInstancesStartingTogetherMakeOneAdmin: several instances running
+// EnsureAdmin for one name at once (containers starting together) make
+// one account, and every one of them gets it.
+func TestInstancesStartingTogetherMakeOneAdmin(t *testing.T) {
+	onTargets(t, func(t *testing.T, tg testutil.Target) {
+		f := fresh(t, tg)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		ids := make([]int64, 4)
+		errs := make([]error, 4)
+		for i := range ids {
+			s := redisstore.New(tg.Client, redisstore.Options{Prefix: f.prefix, Cluster: tg.Cluster, Now: f.clock.Now})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, err := s.EnsureAdmin(ctx, "boss", goodPassword)
+				if u != nil {
+					ids[i] = u.ID
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		p, err := f.s.ListUsers(ctx, store.UserQuery{})
+		if err != nil || p.Total != 1 {
+			t.Fatalf("accounts after 4 EnsureAdmin at once: %+v, %v; want one", p, err)
+		}
+		for i := range ids {
+			if errs[i] != nil || ids[i] != p.Users[0].ID {
+				t.Errorf("instance %d: id %d, %v; want %d", i, ids[i], errs[i], p.Users[0].ID)
+			}
+		}
+	})
+}
+
+// TestAPasswordChangeWhileItsSessionIsInUse: the session that changes its
+// person's password goes on even while other requests of it renew it at
+// the same moment, and the person's other session ends.
+func TestAPasswordChangeWhileItsSessionIsInUse(t *testing.T) {
+	onTargets(t, func(t *testing.T, tg testutil.Target) {
+		f := fresh(t, tg)
+		s, ctx := f.s, context.Background()
+		a := mkUser(t, s, "root", store.RoleAdmin)
+		for round := range 10 {
+			keep, other := start(t, s, a.ID), start(t, s, a.ID)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						f.clock.Advance(time.Minute) // every read renews
+						_, _ = s.SessionUser(ctx, keep)
+					}
+				}()
+			}
+			_, err := s.UpdateUser(ctx, a.ID, store.UserInput{Password: ptr(fmt.Sprintf("password number %d", round))}, 0, keep)
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				t.Fatalf("round %d: the password change while its session is in use: %v", round, err)
+			}
+			if _, err := s.SessionUser(ctx, keep); err != nil {
+				t.Errorf("round %d: the kept session: %v", round, err)
+			}
+			_, err = s.SessionUser(ctx, other)
+			wantCode(t, fmt.Sprintf("round %d: the other session", round), err, store.ENOTFOUND)
+		}
+	})
+}
+
+// commandCounter counts the commands and pipelines a client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
+}
+
+// TestWhatEachRequestCostsRedis: HasUsers (asked on every request) is one
+// command; a session's check is two round trips, a token's two (three
+// when its use is written).
+func TestWhatEachRequestCostsRedis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	s := redisstore.New(c, redisstore.Options{})
+	ctx := context.Background()
+	a := mkUser(t, s, "root", store.RoleAdmin)
+	sec := start(t, s, a.ID)
+	_, tok, _ := s.CreateToken(ctx, a.ID, "t", store.RoleAdmin)
+	if _, _, err := s.TokenUser(ctx, tok); err != nil { // its first use is written
+		t.Fatal(err)
+	}
+	cc := &commandCounter{}
+	c.AddHook(cc)
+	for _, m := range []struct {
+		what string
+		do   func() error
+		want int64
+	}{
+		{"HasUsers", func() error { _, err := s.HasUsers(ctx); return err }, 1},
+		{"SessionUser", func() error { _, err := s.SessionUser(ctx, sec); return err }, 2},
+		{"TokenUser", func() error { _, _, err := s.TokenUser(ctx, tok); return err }, 2},
+	} {
+		cc.n.Store(0)
+		if err := m.do(); err != nil {
+			t.Fatalf("%s: %v", m.what, err)
+		}
+		if got := cc.n.Load(); got != m.want {
+			t.Errorf("%s: %d round trips; want %d", m.what, got, m.want)
+		}
 	}
 }
