@@ -42,4 +42,25 @@ func TestRunRefusesAnOpenDeskOnANonLoopbackAddressWithoutOpen(t *testing.T) {
 	}()
 	testutil.Over(base).Get(t, "/orders", testutil.HPage).WantStatus(t, http.StatusOK).WantContains(t, "This desk is open to anyone.")
 	createOrder(t, base, "Open")
+	// Once an account exists the desk is closed: every address is fine.
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &logWriter{addr: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "0.0.0.0:0", "-data", ""}, envOf(map[string]string{"ORDERS_ADMIN": "root:a-long-enough-password"}), w, io.Discard)
+	}()
+	select {
+	case addr := <-w.addr:
+		testutil.Over("http://"+addr).Get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusUnauthorized)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run with ORDERS_ADMIN on 0.0.0.0: %v", err)
+		}
+	case err := <-done:
+		cancel()
+		t.Fatalf("run with ORDERS_ADMIN on 0.0.0.0 (no -open) ended: %v\n%s", err, w.buf.String())
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatalf("run with ORDERS_ADMIN did not serve in 20 s:\n%s", w.buf.String())
+	}
 }

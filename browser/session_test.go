@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"orders/store"
+	"orders/store/redisstore"
 )
 
 // TestSignInAndOut: with an account, a person who opens the desk is sent to
@@ -116,4 +118,59 @@ func axeSource(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(src)
+}
+
+// TestSignInHTMLValid: the sign-in form (and its refusal, as a page and as
+// htmx's fragment) and a signed-in person's pages, whose header names them
+// and offers Sign out, are valid HTML.
+func TestSignInHTMLValid(t *testing.T) {
+	java, jar := vnuJar(t)
+	base, st := serve(t)
+	ctx := context.Background()
+	uname, display, role, pw := "ada", "Ada <Admin> & co", string(store.RoleAdmin), "ada-correct-horse"
+	if _, err := st.CreateUser(ctx, store.UserInput{Name: &uname, DisplayName: &display, Role: &role, Password: &pw}); err != nil {
+		t.Fatal(err)
+	}
+	o := seedOrder(t, st, "Ada Lovelace")
+	d := &htmlDocs{t: t, base: base, dir: t.TempDir(), src: map[string]string{}}
+	d.fetch("sign-in", hreq{method: "GET", path: "/session/new?next=%2Forders", want: 200})
+	d.fetch("sign-in", hreq{method: "GET", path: "/session/new", fragment: true, want: 200})
+	wrong := url.Values{"name": {uname}, "password": {"not-it"}, "next": {"/orders"}}
+	d.fetch("sign-in-422", hreq{method: "POST", path: "/session", form: wrong, want: 422})
+	d.fetch("sign-in-422", hreq{method: "POST", path: "/session", form: wrong, target: "main#main", want: 422})
+	// Signed in: the session's cookie.
+	req, err := http.NewRequest(http.MethodPost, base+"/session", strings.NewReader(url.Values{"name": {uname}, "password": {pw}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var cookie string
+	for _, c := range res.Cookies() {
+		if c.Name == "orders_session" {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatalf("signing in: %s and no session cookie", res.Status)
+	}
+	d.fetch("signed-in-list", hreq{method: "GET", path: "/orders", cookie: cookie, want: 200})
+	d.fetch("signed-in-order", hreq{method: "GET", path: "/orders/" + strconv.FormatInt(o.ID, 10), cookie: cookie, want: 200})
+	d.fetch("signed-in-404", hreq{method: "GET", path: "/orders/99999", cookie: cookie, want: 404})
+	d.fetch("signed-in-sign-in", hreq{method: "GET", path: "/session/new", cookie: cookie, want: 200})
+	d.validate(java, jar)
+}
+
+// seedOrder stores one order for customer.
+func seedOrder(t *testing.T, st *redisstore.Store, customer string) *store.Order {
+	t.Helper()
+	o, err := st.CreateOrder(context.Background(), store.OrderInput{Customer: &customer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

@@ -78,9 +78,8 @@ func (h *handlers) edge(app *fiber.App, cfg Config) {
 	// then the security headers, which every answer carries, refusals too.
 	// The body is read only once the host, the origin of a write and the
 	// credentials have passed: a client nobody signed in takes no memory
-	// for its body. A refusal
-	// before that closes the connection (closeUnreadBody), so the unread
-	// bytes are never taken for a request.
+	// for its body. A refusal before that closes the connection
+	// (closeUnreadBody), so the unread bytes are never taken for a request.
 	app.Use(compress, securityHeaders, h.requestID, h.logRequests, h.recoverPanics, closeUnreadBody, checkFraming, checkHost(cfg.AllowedHosts))
 	app.Use(h.guardWrites, h.authenticate(cfg.RequestTimeout), h.readBody, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {

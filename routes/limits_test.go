@@ -215,6 +215,11 @@ func TestForwardedForIsBelievedOnlyFromATrustedProxy(t *testing.T) {
 func TestWrongPasswordsForOneAccountFromManyAddressesGet429(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
+			if tg.Name != "miniredis" {
+				// Each of its 50 failures hashes a password (argon2id):
+				// one target is enough for the quick run.
+				testutil.Long(t)
+			}
 			app := signInApp(t, tg, newSettableClock(), nil)
 			for i := range 50 {
 				addr := "198.51.100." + strconv.Itoa(i/5+1) // 5 failures per address, under its limit
@@ -369,6 +374,11 @@ func TestClientAddressIsTheNearestUntrustedForwardedFor(t *testing.T) {
 func TestAtMostTheLimitOfConcurrentWrongPasswordsReachThePasswordCheck(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
+			if tg.Name != "miniredis" {
+				// Each of its 50 failures hashes a password (argon2id):
+				// one target is enough for the quick run.
+				testutil.Long(t)
+			}
 			app := signInApp(t, tg, newSettableClock(), nil)
 			// Guesses sent all at once, as a guesser with many connections
 			// does: a 422 says a guess was checked and wrong.

@@ -125,6 +125,9 @@ func TestProtectedModeOpensTheDeskUntilTheFirstAccountIsMade(t *testing.T) {
 	}
 	// The sign-in form says why nobody can sign in.
 	a.get(t, signInPath, testutil.HPage).WantContains(t, "No account exists yet")
+	if f := a.get(t, signInPath, testutil.HJSON).WantStatus(t, http.StatusOK).Object(t); f["open"] != true || f["signed_in"] != false {
+		t.Errorf("GET %s as JSON in protected mode: %v, want open and not signed in", signInPath, f)
+	}
 
 	// The first account closes the desk at once, on every path but the
 	// open ones.
@@ -134,6 +137,9 @@ func TestProtectedModeOpensTheDeskUntilTheFirstAccountIsMade(t *testing.T) {
 	a.get(t, signInPath, testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, banner, "No account exists yet")
 	s := a.signIn(t, "admin")
 	a.get(t, "/orders", as(s, testutil.HPage)).WantStatus(t, http.StatusOK).WantLacks(t, banner)
+	if f := a.get(t, signInPath, as(s, testutil.HJSON)).WantStatus(t, http.StatusOK).Object(t); f["open"] != false || f["signed_in"] != true {
+		t.Errorf("GET %s as JSON signed in: %v, want not open and signed in", signInPath, f)
+	}
 }
 
 func TestWithoutAPersonEachRepresentationIsSentToSignIn(t *testing.T) {
@@ -570,6 +576,35 @@ func TestTheRequestLogNamesThePerson(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: no request log line with its id %s", r.What, id)
+		}
+	}
+}
+
+func TestWhateverASignInSendsItIsNeverA500(t *testing.T) {
+	a := peopleApp(t, func(c *Config) { c.TrustedProxies = []string{"0.0.0.0"} })
+	for i, b := range []testutil.Body{
+		testutil.Raw("application/json", `{"name": 5, "password": true}`),
+		testutil.Raw("application/json", `{"name": "admin", "password": "x"`),
+		testutil.Raw("application/json", `[]`),
+		testutil.Raw("text/plain", "name=admin"),
+		testutil.Raw("multipart/form-data; boundary=x", "--x\r\nbroken"),
+		testutil.Form("name", "ad\x00min", "password", "\xff\xfe-not-utf8-at-all"),
+		testutil.Form("name", "Admin", "password", passwordOf("admin"), "next", "/\x00"),
+		testutil.Form("name", " admin ", "password", passwordOf("admin"), "next", "/orders?q=%ZZ"),
+		testutil.Form("name", strings.Repeat("é", 3000), "password", strings.Repeat("p", 300)),
+		testutil.Form("name", "admin", "password", passwordOf("admin"), "_method", "PUT"),
+		testutil.Form("name", "admin", "password", passwordOf("admin"), "_method", "PATCH"),
+	} {
+		for _, h := range []testutil.H{testutil.HPage, testutil.HHX, testutil.HJSON} {
+			r := a.do(t, http.MethodPost, sessionPath, b, h.With(testutil.H{"X-Forwarded-For": "198.51.100." + itoa(int64(i+1))}))
+			if r.Status >= 500 {
+				t.Errorf("%s (body %q): %d, want no 5xx", r.What, testutil.Snippet(string(b.Data)), r.Status)
+			}
+		}
+	}
+	for _, next := range []string{"%", "/\x7f", strings.Repeat("/a", 600)} {
+		if r := a.get(t, signInPath+"?next="+url.QueryEscape(next), testutil.HPage); r.Status != http.StatusOK {
+			t.Errorf("%s: %d, want the form", r.What, r.Status)
 		}
 	}
 }

@@ -253,7 +253,7 @@ func Open(opt Options, client *redis.Options) (*Server, error) {
 	}
 	password := hex.EncodeToString(pw[:])
 	// Any local user can reach a loopback port: without the password they
-	// get NOAUTH, whatever AUTH_USER and AUTH_PASSWORD guard over HTTP.
+	// get NOAUTH, whatever sign-in guards over HTTP.
 	m.RequireAuth(password)
 	// Not m.ClockTTL(true): it advances every TTL on every command, sorting
 	// all keys each time (a snapshot of 2,000 orders took 20 s). The loop
