@@ -166,14 +166,35 @@ func TestAccessibility(t *testing.T) {
 	pages = append(pages, hist.pages()...)
 	// Every registered resource's List, New form, record, Edit form,
 	// history and delete confirmation.
-	for _, p := range registryPages(t, e.base) {
+	regPages, session := registryPages(t, e.base)
+	for _, p := range regPages {
 		pages = append(pages, p.path)
 	}
+	if session != "" {
+		setSession(t, e, session)
+	}
+	// A viewer's and a clerk's List and order page, a person's own account
+	// page and their tokens.
+	roles := rolePages(t, e.base, e.store, pending.ID)
 	for _, scheme := range []string{"light", "dark"} {
 		e.colorScheme(t, scheme)
 		for _, p := range pages {
 			e.do(t, scheme+" open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(css("main")))
 			e.axe(t, axe, scheme+" "+p)
+		}
+		for _, p := range roles {
+			setSession(t, e, p.session)
+			e.do(t, scheme+" open "+p.name, chromedp.Navigate(e.base+p.path), chromedp.WaitVisible(css("main")))
+			e.axe(t, axe, scheme+" "+p.name)
+			if p.name == "viewer-own-account" {
+				// The page that shows a token made, once.
+				e.do(t, scheme+" make a token", chromedp.SendKeys(css("#token-name"), "sheet "+scheme),
+					chromedp.Click(css("#token-new button[type=submit]")), chromedp.WaitVisible(css("#token-made")))
+				e.axe(t, axe, scheme+" a token made")
+			}
+		}
+		if session != "" {
+			setSession(t, e, session)
 		}
 		// A 360 px phone: the list's rows become cards, the item rows show
 		// their labels.

@@ -57,6 +57,9 @@ type htmlDocs struct {
 	files []string
 	// src keeps each file's text, to show the line a message is about.
 	src map[string]string
+	// session is the session cookie every request carries once protected
+	// mode is over ("" before).
+	session string
 }
 
 type hreq struct {
@@ -70,6 +73,8 @@ type hreq struct {
 	want     int
 	// cookie is a Cookie header (a flash notice).
 	cookie string
+	// session is the person's session cookie, when not the htmlDocs'.
+	session string
 }
 
 // fetch makes the request, checks the status and stores the body: a page
@@ -88,8 +93,18 @@ func (d *htmlDocs) fetch(name string, r hreq) {
 	if r.form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	if r.cookie != "" {
-		req.Header.Set("Cookie", r.cookie)
+	cookie, session := r.cookie, r.session
+	if session == "" {
+		session = d.session
+	}
+	if session != "" {
+		if cookie != "" {
+			cookie += "; "
+		}
+		cookie += sessionCookie + "=" + session
+	}
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
 	}
 	fragment := r.fragment || r.target != ""
 	if fragment {
@@ -262,8 +277,25 @@ func TestHTMLValid(t *testing.T) {
 	}
 	// Every registered resource's List, New form, record, Edit form,
 	// history and delete confirmation.
-	for _, p := range registryPages(t, base) {
+	regPages, session := registryPages(t, base)
+	for _, p := range regPages {
 		gets = append(gets, struct{ name, path string }{p.name, p.path})
+	}
+	d.session = session
+	// A viewer's and a clerk's List and order page, and a person's own
+	// account page, their tokens and the page that shows a token once.
+	for _, p := range rolePages(t, base, st, ada.ID) {
+		d.fetch(p.name, hreq{method: "GET", path: p.path, session: p.session, want: 200})
+		d.fetch(p.name, hreq{method: "GET", path: p.path, fragment: true, session: p.session, want: 200})
+		if p.name == "viewer-tokens" {
+			tokens := p.path
+			d.fetch("viewer-token-made", hreq{method: "POST", path: tokens, session: p.session, want: 201, form: url.Values{"name": {"sheet"}}})
+			d.fetch("viewer-token-made", hreq{method: "POST", path: tokens, session: p.session, want: 201, form: url.Values{"name": {"sheet 2"}}, target: "main#main"})
+			d.fetch("viewer-token-422", hreq{method: "POST", path: tokens, session: p.session, want: 422, form: url.Values{"name": {""}, "role": {"admin"}}})
+			own := strings.TrimSuffix(tokens, "/tokens")
+			d.fetch("viewer-password-422", hreq{method: "POST", path: own, session: p.session, want: 422,
+				form: url.Values{"_method": {"PUT"}, "password": {"a new password here"}, "current_password": {"wrong"}}})
+		}
 	}
 	for _, g := range gets {
 		d.fetch(g.name, hreq{method: "GET", path: g.path, want: 200})

@@ -159,7 +159,9 @@ func New(cfg Config) (*fiber.App, error) {
 	h.routes = &routeTable{app: app}
 	h.feeds = make(map[string]store.Feed, len(resources))
 	for _, r := range resources {
-		h.feeds[r.Feed] = cfg.Store.Feed(r.Feed)
+		if r.Feed != "" {
+			h.feeds[r.Feed] = cfg.Store.Feed(r.Feed)
+		}
 	}
 
 	h.edge(app, cfg)
@@ -175,7 +177,9 @@ func New(cfg Config) (*fiber.App, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	for _, r := range resources {
-		app.Get(r.EventsPath(), live.events(h.feeds[r.Feed]))
+		if r.Feed != "" {
+			app.Get(r.EventsPath(), r.need(actRead), live.events(h.feeds[r.Feed]))
+		}
 	}
 	apis := make([]apiResource, 0, len(resources))
 	for _, r := range resources {

@@ -74,7 +74,9 @@ func TestResourceLiveEvents(t *testing.T) {
 	for _, s := range resourceSuites() {
 		t.Run(s.R.Plural, func(t *testing.T) {
 			l := serveLive(t, s.R.Plural, testutil.NewStore(t, testutil.Miniredis(t)))
-			stream := testutil.OpenSSE(t, l.base, s.R.EventsPath(), nil)
+			// Signed in: the accounts' create would end protected mode.
+			l.testApp.signedIn(t)
+			stream := testutil.OpenSSE(t, l.base, s.R.EventsPath(), testutil.H{"Cookie": sessionCookie + "=" + l.testApp.session})
 			defer stream.Close()
 			stream.WaitOpen(t)
 			for _, o := range resourceSuites() {

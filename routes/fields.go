@@ -118,8 +118,11 @@ type control struct {
 	Size      int
 	Pattern   string
 	InputMode string
-	Rows      int    // a textarea's
-	Class     string // more classes of the field's box
+	Rows      int // a textarea's
+	// Autocomplete is an input's autocomplete attribute ("": off, but a
+	// List row's inline form leaves the browser's alone).
+	Autocomplete string
+	Class        string // more classes of the field's box
 	// OwnSentence: the field's messages read alone, without its label
 	// before them ("cannot change status from shipped to pending").
 	OwnSentence bool

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"orders/store"
 	"orders/store/redisstore"
 	"orders/testutil"
 )
@@ -21,6 +22,12 @@ type testApp struct {
 	target string
 	app    *fiber.App
 	store  *redisstore.Store
+	// session, when set, is the session every request without
+	// credentials of its own carries (signedIn).
+	session string
+	// preMade counts the accounts a suite made for itself (signedIn):
+	// the users' counts add them.
+	preMade int64
 }
 
 // testConfig is the configuration of every test application: main.go's
@@ -57,10 +64,46 @@ func eachTarget(t *testing.T, fn func(t *testing.T, a *testApp)) {
 	}
 }
 
-// do sends one request through the application (testutil.Client.Do).
+// do sends one request through the application (testutil.Client.Do),
+// with a's session when it has one and h carries no credentials.
 func (a *testApp) do(t testing.TB, method, target string, b testutil.Body, h testutil.H) *testutil.Resp {
 	t.Helper()
+	if a.session != "" {
+		cookie, auth := "", false
+		for k, v := range h {
+			switch {
+			case strings.EqualFold(k, "Authorization"):
+				auth = true
+			case strings.EqualFold(k, "Cookie"):
+				cookie = v
+			}
+		}
+		if !auth && !strings.Contains(cookie, sessionCookie+"=") {
+			if cookie != "" {
+				cookie += "; "
+			}
+			h = h.With(testutil.H{"Cookie": cookie + sessionCookie + "=" + a.session})
+		}
+	}
 	return testutil.InProcess(a.app).Do(t, method, target, b, h)
+}
+
+// actor is who history names for a's requests without credentials.
+func (a *testApp) actor() string {
+	if a.session != "" {
+		return "root"
+	}
+	return "anonymous"
+}
+
+// signedIn ends a's protected mode with the admin account "root", whose
+// session every request without credentials then carries: for suites
+// whose writes make accounts (the first account ends protected mode).
+func (a *testApp) signedIn(t testing.TB) *testApp {
+	t.Helper()
+	addAccount(t, a.store, "root", store.RoleAdmin)
+	a.session, a.preMade = a.signIn(t, "root"), 1
+	return a
 }
 
 func (a *testApp) get(t testing.TB, target string, h testutil.H) *testutil.Resp {

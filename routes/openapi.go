@@ -48,6 +48,9 @@ type apiResource struct {
 	Idempotent bool
 	// Defaults are the values the New form for programs starts with.
 	Defaults map[string]any
+	// More describes the resource's routes beyond rule 5's (a person's
+	// tokens) into paths.
+	More func(d *apiDoc, paths obj)
 }
 
 // apiField is one field of a field table.
@@ -102,6 +105,13 @@ var (
 	// apiEnums are the types whose values are a fixed list.
 	apiEnums = map[reflect.Type]func() []string{
 		reflect.TypeFor[store.Status](): func() []string { return strings.Split(store.StatusNames(), ", ") },
+		reflect.TypeFor[store.Role](): func() []string {
+			out := make([]string, len(store.Roles))
+			for i, r := range store.Roles {
+				out[i] = string(r)
+			}
+			return out
+		},
 	}
 )
 
@@ -168,13 +178,25 @@ func (d *apiDoc) schemaOf(t reflect.Type) obj {
 // structSchema is the object encoding/json writes for struct type t.
 func (d *apiDoc) structSchema(t reflect.Type) obj {
 	props, required := obj{}, []string{}
+	d.structFields(t, props, &required)
+	return obj{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+}
+
+// structFields adds the members encoding/json writes for struct type t to
+// props and required: an embedded struct without a JSON name gives its
+// own members, as encoding/json does.
+func (d *apiDoc) structFields(t reflect.Type, props obj, required *[]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			d.structFields(f.Type, props, required)
+			continue
+		}
+		if !f.IsExported() {
 			continue
 		}
 		if name == "" {
@@ -182,18 +204,23 @@ func (d *apiDoc) structSchema(t reflect.Type) obj {
 		}
 		props[name] = d.schemaOf(f.Type)
 		if !slices.Contains(strings.Split(opts, ","), "omitempty") {
-			required = append(required, name)
+			*required = append(*required, name)
 		}
 	}
-	return obj{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
 // recordFieldType is the Go type of the record's JSON field name, or nil.
 func recordFieldType(t reflect.Type, name string) reflect.Type {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n == name {
+		n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if n == name {
 			return f.Type
+		}
+		if f.Anonymous && n == "" && f.Type.Kind() == reflect.Struct {
+			if ft := recordFieldType(f.Type, name); ft != nil {
+				return ft
+			}
 		}
 	}
 	return nil
@@ -327,8 +354,8 @@ var apiErrors = map[int]string{
 
 // Statuses every operation may answer, and those of writes.
 var (
-	anyErrors   = []int{400, 404, 408, 421, 429, 500, 503}
-	writeErrors = []int{403, 413, 415}
+	anyErrors   = []int{400, 403, 404, 408, 421, 429, 500, 503}
+	writeErrors = []int{413, 415}
 )
 
 // representations is the content of an answer: JSON of schema s, and the
@@ -568,7 +595,7 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 				409: stale, 412: answer("If-Match names another version", errorSchema(rec)), 422: invalid}, true)),
 		"delete": op("delete"+r.Title, "delete a "+title, deleteParams, d.versionOnly(a),
 			responses(map[int]obj{204: obj{"description": "deleted"}, 200: answer("htmx: deleted (no main content)", nil),
-				303: answer("a plain form's delete", nil),
+				303: answer("a plain form's delete", nil), 422: answer("a member that may not go (the last admin)", errorSchema(nil)),
 				409: stale, 412: answer("If-Match names another version", errorSchema(rec))}, true)),
 	}
 	// A delete's body is optional: the version, as a plain form sends it.
@@ -592,6 +619,12 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 			"post": op("note"+r.Title, "add a note to the history", []any{idParam}, note,
 				responses(map[int]obj{201: added, 303: answer("a plain form's note", nil), 422: invalid}, true)),
 		}
+	}
+	if a.More != nil {
+		a.More(d, paths)
+	}
+	if r.Feed == "" {
+		return
 	}
 	paths[r.EventsPath()] = obj{"get": obj{"operationId": "events" + r.Title + "s",
 		"summary":    "live updates of the " + plural + ": created, updated, deleted",

@@ -1,6 +1,8 @@
 package routes
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"orders/store"
@@ -54,3 +56,21 @@ func (p *person) via(json bool) string {
 
 // can reports whether p has every right of min.
 func (p *person) can(min store.Role) bool { return p.Role.AtLeast(min) }
+
+// personKey holds the request's person in its context: what a store call
+// of a resource (an account's change) needs to know of who asks.
+type personKey struct{}
+
+// withPerson is ctx carrying p.
+func withPerson(ctx context.Context, p *person) context.Context {
+	return context.WithValue(ctx, personKey{}, p)
+}
+
+// personFrom is the person ctx carries (withPerson): no one, who may only
+// read, when none.
+func personFrom(ctx context.Context) *person {
+	if p, ok := ctx.Value(personKey{}).(*person); ok && p != nil {
+		return p
+	}
+	return &person{Name: "anonymous", Role: store.RoleViewer}
+}

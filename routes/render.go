@@ -212,6 +212,17 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		// so the notice is neither lost nor replayed from a cache.
 		out.ETag, out.NotModified = "", false
 	}
+	if role := personOf(c).Role; rp != reprJSON && out.ETag != "" && role != store.RoleAdmin {
+		// A page or fragment shows the controls its person's role allows:
+		// the tag of one for fewer rights than all names the role, and a
+		// tag another role was given is no match (a person whose role
+		// changed gets the page anew).
+		mark := "-r" + roleMark(role) + `"`
+		out.ETag = strings.TrimSuffix(out.ETag, `"`) + mark
+		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !strings.Contains(inm, mark) {
+			out.NotModified = false
+		}
+	}
 	if out.NotModified {
 		cache()
 		return c.SendStatus(fiber.StatusNotModified)
@@ -698,9 +709,11 @@ var funcs = template.FuncMap{
 	"isodate": func(t time.Time) string {
 		return t.UTC().Format(time.RFC3339)
 	},
-	"title":    statusTitle,
-	"statuses": func() []store.Status { return store.Statuses },
-	"mainID":   func() string { return mainID },
+	"title": statusTitle,
+	// roleTitle is a role as a label: "Clerk".
+	"roleTitle": func(r store.Role) string { return statusTitle(store.Status(r)) },
+	"statuses":  func() []store.Status { return store.Statuses },
+	"mainID":    func() string { return mainID },
 	// home is the resource "/" leads to; nav is the site's navigation.
 	"home": func() *resource { return resources[0] },
 	// memberPath is the path of a member of another resource (an order's

@@ -93,6 +93,11 @@ type resource struct {
 	serve func(h *handlers) resourceHandlers
 	// Example is what the shared test suites write to exercise it.
 	Example example
+	// Rights are the least role each action on it takes (rights.go);
+	// Own, when set, are the actions a person may take on their own
+	// record whatever their role (their account).
+	Rights rights
+	Own    func(action) bool
 }
 
 // example is a resource's valid values, from which the shared test suites
@@ -112,7 +117,7 @@ type example struct {
 // resources are the resources the application serves, the first the one
 // "/" leads to: the one registration list. Routes, live-event streams,
 // the navigation and the meta descriptions walk it.
-var resources = []*resource{orderResource, productResource, customerResource}
+var resources = []*resource{orderResource, productResource, customerResource, userResource}
 
 // navEntry is one entry of the site's navigation.
 type navEntry struct {
@@ -127,6 +132,8 @@ type navEntry struct {
 	// keyboard shortcut (data-shortcut).
 	Button   bool
 	Shortcut string
+	// r is the resource the entry belongs to: its rights say who sees it.
+	r *resource
 }
 
 // navEntries is the navigation: every resource's entries, links first.
@@ -134,7 +141,7 @@ func navEntries() []navEntry {
 	var links, buttons []navEntry
 	for _, r := range resources {
 		for _, e := range r.Nav {
-			e.Href = r.Path()
+			e.Href, e.r = r.Path(), r
 			if e.View != "" {
 				e.Href = r.ViewPath(e.View)
 			}
@@ -314,6 +321,16 @@ type resourceHandlers struct {
 	API apiResource
 	// Views are more representations of the collection, each at path/<name>.
 	Views map[string]handler
+	// Routes are more routes under a member (a person's tokens), each
+	// with the action its rights are checked as.
+	Routes []memberRoute
+}
+
+// memberRoute is a route under a member's path: Method on path/<id>+Path.
+type memberRoute struct {
+	Method, Path string
+	Action       action
+	Handler      handler
 }
 
 // registerResource gives a resource its conventional routes: the collection
@@ -322,17 +339,22 @@ type resourceHandlers struct {
 // route, whose id must look like a number, so "new" is never taken for an id;
 // a known path with a wrong method gets 405 with Allow.
 func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
-	serve := func(fn handler) fiber.Handler {
+	serve := func(a action, fn handler) fiber.Handler {
 		return func(c *fiber.Ctx) error {
 			rp, err := negotiate(c) // 406 before any work
 			if err != nil {
+				return err
+			}
+			// The person's rights before anything is read or written: a
+			// refused request changes nothing.
+			if err := res.allow(c, a); err != nil {
 				return err
 			}
 			// Who changes records through this request, and how: the
 			// history records it (actor; via: web for pages, api for
 			// JSON, token:<name> for a token).
 			p := personOf(c)
-			c.SetUserContext(store.WithActor(c.UserContext(), p.Name, p.via(rp == reprJSON)))
+			c.SetUserContext(withPerson(store.WithActor(c.UserContext(), p.Name, p.via(rp == reprJSON)), p))
 			out, err := fn(c, rp)
 			if err != nil {
 				return err
@@ -341,20 +363,23 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 		}
 	}
 	path := res.Path()
-	app.Get(path, serve(hs.List))
-	app.Post(path, serve(hs.Create))
-	app.Get(res.NewPath(), serve(hs.New))
+	app.Get(path, serve(actRead, hs.List))
+	app.Post(path, serve(actCreate, hs.Create))
+	app.Get(res.NewPath(), serve(actCreate, hs.New))
 	for name, h := range hs.Views {
-		app.Get(res.ViewPath(name), serve(h))
+		app.Get(res.ViewPath(name), serve(actRead, h))
 	}
 	member := path + "/:id<int>"
-	app.Get(member, serve(hs.Show))
-	app.Put(member, serve(hs.Update))
-	app.Delete(member, serve(hs.Delete))
-	app.Get(member+"/edit", serve(hs.Edit))
+	app.Get(member, serve(actRead, hs.Show))
+	app.Put(member, serve(actUpdate, hs.Update))
+	app.Delete(member, serve(actDelete, hs.Delete))
+	app.Get(member+"/edit", serve(actUpdate, hs.Edit))
 	if hs.History != nil {
-		app.Get(member+"/history", serve(hs.History))
-		app.Post(member+"/history", serve(hs.Note))
+		app.Get(member+"/history", serve(actRead, hs.History))
+		app.Post(member+"/history", serve(actNote, hs.Note))
+	}
+	for _, r := range hs.Routes {
+		app.Add(r.Method, member+r.Path, serve(r.Action, r.Handler))
 	}
 }
 
@@ -568,7 +593,11 @@ func (m *members[T, In]) show(c *fiber.Ctx, rp repr) (*response, error) {
 		out.Partial, part = m.R.Partial("row"), "row"
 	} else if c.Query("confirm") == "delete" && rp != reprJSON {
 		// The confirmation a Delete button leads to without JavaScript
-		// (with it, hx-confirm asks): docs/api.md.
+		// (with it, hx-confirm asks): docs/api.md. It is a delete's form,
+		// for those who may delete.
+		if err := m.R.allow(c, actDelete); err != nil {
+			return nil, err
+		}
 		out.Partial, part = m.R.Partial("delete"), "delete"
 		out.View.Title = "Delete " + m.R.Name + " " + strconv.FormatInt(id, 10) + "?"
 	}
@@ -699,7 +728,11 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 		}
 		if se.Code == store.EINVALID || cur == nil {
 			f.setErrors(se.Fields)
-			if row {
+			if len(se.Fields) == 0 {
+				// A refusal of no one field (the last admin): the alert
+				// region says why.
+				out.Notice = errorNotice(m.R.Named(id) + " was not saved: " + se.Message + ".")
+			} else if row {
 				// The row has no summary of its own: the alert region says it
 				// (and replaces any earlier notice).
 				out.Notice = errorNotice(m.R.Named(id) + " was not saved: please correct the marked fields.")

@@ -93,13 +93,17 @@ func formPairs(prefix string, obj map[string]any) []string {
 	return kv
 }
 
-// count is how many members are stored, as the List's JSON says it.
+// count is how many members are stored, as the List's JSON says it, but
+// for the accounts the suite made for itself (signedIn).
 func (s *suiteResource) count(t testing.TB, a *testApp) int64 {
 	t.Helper()
 	obj := a.get(t, s.R.Path()+"?per_page=1", testutil.HJSON).WantStatus(t, http.StatusOK).Object(t)
 	n, ok := obj["total"].(float64)
 	if !ok || obj["total_is_lower_bound"] != false {
 		t.Fatalf("GET %s: total %v (lower bound %v), want a count", s.R.Path(), obj["total"], obj["total_is_lower_bound"])
+	}
+	if s.people() {
+		n -= float64(a.preMade)
 	}
 	return int64(n)
 }
@@ -110,10 +114,23 @@ func eachResource(t *testing.T, fn func(t *testing.T, s *suiteResource, a *testA
 	t.Helper()
 	for _, s := range resourceSuites() {
 		t.Run(s.R.Plural, func(t *testing.T) {
-			eachTarget(t, func(t *testing.T, a *testApp) { fn(t, s, a) })
+			eachTarget(t, func(t *testing.T, a *testApp) { fn(t, s.prepare(t, a), a) })
 		})
 	}
 }
+
+// prepare readies a for the suites of s: the accounts' suites run signed
+// in as an admin, since the first account they make ends protected mode.
+func (s *suiteResource) prepare(t testing.TB, a *testApp) *suiteResource {
+	t.Helper()
+	if s.people() {
+		a.signedIn(t)
+	}
+	return s
+}
+
+// people reports whether s's creates make accounts.
+func (s *suiteResource) people() bool { return s.R == userResource }
 
 // memberJSON is what every member's JSON has.
 type memberJSON struct {
@@ -181,8 +198,9 @@ func TestResourceRepresentations(t *testing.T) {
 						t.Errorf("%s: JSON keys %v, want %q among them", r.What, keys(obj), k)
 					}
 				}
-				if entries, _ := obj[s.R.Plural].([]any); len(entries) != 1 || obj["total"] != float64(1) {
-					t.Errorf("%s: got %v, want one entry and total 1", r.What, obj)
+				// One, and the account the suite signed in as.
+				if entries, _ := obj[s.R.Plural].([]any); len(entries) != 1+int(a.preMade) || obj["total"] != float64(1+a.preMade) {
+					t.Errorf("%s: got %v, want one entry (and %d of the suite's own) and total to match", r.What, obj, a.preMade)
 				}
 			}},
 			{"new", s.R.NewPath(), s.form, func(t *testing.T, r *testutil.Resp) {
@@ -941,7 +959,8 @@ func TestResourceLimits(t *testing.T) {
 // 400 in the representation asked for; page and per_page are clamped.
 func TestResourceQueryErrors(t *testing.T) {
 	eachResource(t, func(t *testing.T, s *suiteResource, a *testApp) {
-		for i := range 3 {
+		// Three members, the suite's own account among them.
+		for i := range 3 - int(a.preMade) {
 			s.create(t, a, i)
 		}
 		for _, q := range []string{"sort=bogus", "sort=-", "sort=%2Bcreated", "page=x", "per_page=1.5", "page=1e3"} {

@@ -184,6 +184,8 @@
     if (edit) edit.click();
     else if (show) window.location.assign(show.getAttribute("href") + "/edit");
   }
+  // The dialog lists "e" only for a person who may edit what the page lists.
+  const canEdit = () => !!$("#shortcuts-template")?.content.querySelector("[data-shortcut-edit]");
   // The dialog comes from the layout's template; closed, it gives focus back.
   let returnFocus = null;
   function showShortcuts() {
@@ -205,7 +207,7 @@
     if (typing(e.target) || typing(document.activeElement) || $("dialog[open]")) return;
     const q = $("#q"), create = $("a[data-shortcut='n']"), rows = listRows().length;
     const act = { "/": q && (() => { q.focus(); q.select(); }), n: create && (() => window.location.assign(create.getAttribute("href"))),
-      j: rows && (() => moveRow(1)), k: rows && (() => moveRow(-1)), e: currentRow() && editRow, "?": showShortcuts }[e.key];
+      j: rows && (() => moveRow(1)), k: rows && (() => moveRow(-1)), e: currentRow() && canEdit() && editRow, "?": showShortcuts }[e.key];
     if (act) { e.preventDefault(); act(); }
   });
   // The highlighted row follows focus.

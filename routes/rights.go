@@ -1,0 +1,205 @@
+package routes
+
+// Rights: what each role may do to each resource. Every resource declares
+// the least role each action takes (its Rights); registerResource checks
+// them before any handler runs, so a request without the right changes
+// nothing and is answered 403 in the representation it asked for. The
+// templates ask the same table through the view's Can, so a page shows
+// only the controls its person may use.
+
+import (
+	"reflect"
+
+	"github.com/gofiber/fiber/v2"
+
+	"orders/store"
+)
+
+// action is what a request does to a resource.
+type action int
+
+// The actions the rights name. The New form counts as a create and the
+// Edit form as an update: a form the person may not send is not shown.
+const (
+	actRead action = iota
+	actCreate
+	actUpdate
+	actDelete
+	actNote
+)
+
+// actions are every action, in the rights table's order.
+var actions = []action{actRead, actCreate, actUpdate, actDelete, actNote}
+
+// String is the action as the rights table names it.
+func (a action) String() string {
+	return [...]string{"read", "create", "update", "delete", "note"}[a]
+}
+
+// verb is the action as a sentence says it: "you may not <verb> orders".
+func (a action) verb() string {
+	return [...]string{"read", "create", "change", "delete", "add notes to"}[a]
+}
+
+// rights is the least role each action on a resource takes.
+type rights struct {
+	Read, Create, Update, Delete, Note store.Role
+}
+
+// least is the least role action a takes.
+func (r rights) least(a action) store.Role {
+	return [...]store.Role{r.Read, r.Create, r.Update, r.Delete, r.Note}[a]
+}
+
+// recordRights are the rights of orders and customers: everyone reads,
+// clerks create, change and add notes, managers delete.
+var recordRights = rights{Read: store.RoleViewer, Create: store.RoleClerk, Update: store.RoleClerk,
+	Delete: store.RoleManager, Note: store.RoleClerk}
+
+// permits reports whether p may take action a on the resource, on member
+// id (0: the collection). A resource with Own lets a person take those
+// actions on their own record whatever their role.
+func (r *resource) permits(p *person, a action, id int64) bool {
+	if p.can(r.Rights.least(a)) {
+		return true
+	}
+	return r.Own != nil && id != 0 && p.User != nil && p.User.ID == id && r.Own(a)
+}
+
+// forbidden is the 403 of p asking for action a on the resource: it says
+// which role the action takes.
+func (r *resource) forbidden(p *person, a action) error {
+	return store.Errorf(store.EFORBIDDEN, "you may not %s %s: that takes the %s role, and yours is %s",
+		a.verb(), r.Plural, r.Rights.least(a), roleName(p.Role))
+}
+
+// roleName is a role as a message says it ("none" for none).
+func roleName(r store.Role) string {
+	if !r.Valid() {
+		return "none"
+	}
+	return string(r)
+}
+
+// allow checks that c's person may take action a on the resource, reading
+// the member's id from the path when there is one: nil, or the 403.
+func (r *resource) allow(c *fiber.Ctx, a action) error {
+	var id int64
+	if raw := c.Params("id"); raw != "" {
+		id, _ = store.ParseID(raw)
+	}
+	p := personOf(c)
+	if r.permits(p, a, id) {
+		return nil
+	}
+	return r.forbidden(p, a)
+}
+
+// roleMark is a role in an HTML answer's ETag: its first letter ("n" for
+// none).
+func roleMark(r store.Role) string {
+	if !r.Valid() {
+		return "n"
+	}
+	return string(r)[:1]
+}
+
+// need is a middleware that lets through only requests whose person may
+// take action a on the resource (its live-event stream).
+func (r *resource) need(a action) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := r.allow(c, a); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+}
+
+// can is what a person may do to the resource a page shows: the
+// templates' {{if .Can.Update}}.
+type can struct {
+	Read, Create, Update, Delete, Note bool
+}
+
+// canOf is what p may do to r, on member id (0: the collection).
+func canOf(r *resource, p *person, id int64) can {
+	if r == nil {
+		return can{}
+	}
+	return can{Read: r.permits(p, actRead, id), Create: r.permits(p, actCreate, id),
+		Update: r.permits(p, actUpdate, id), Delete: r.permits(p, actDelete, id),
+		Note: r.permits(p, actNote, id)}
+}
+
+// Can is what the person the page is for may do to its resource, and to
+// its record when it shows one.
+func (v *view) Can() can {
+	p := v.who
+	if p == nil {
+		p = &person{}
+	}
+	return canOf(v.R, p, recordID(v.Record))
+}
+
+// CanCreate reports whether the page's person may create members of the
+// resource whose Plural is plural (the navigation's New buttons).
+func (v *view) CanCreate(plural string) bool {
+	for _, r := range resources {
+		if r.Plural == plural {
+			return v.who != nil && r.permits(v.who, actCreate, 0)
+		}
+	}
+	return false
+}
+
+// Nav is the site's navigation as the page's person sees it: the entries
+// of what they may read, and the New buttons of what they may create.
+func (v *view) NavEntries() []navEntry {
+	p := v.who
+	if p == nil {
+		p = &person{}
+	}
+	var out []navEntry
+	for _, e := range navEntries() {
+		a := actRead
+		if e.View == "new" {
+			a = actCreate
+		}
+		if e.r.permits(p, a, 0) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Live reports whether the page follows its resource's live events: the
+// resource has a feed and the person may read the whole collection.
+func (v *view) Live() bool {
+	return v.R != nil && v.R.Feed != "" && v.who != nil && v.R.permits(v.who, actRead, 0)
+}
+
+// IsAdmin reports whether the page's person has every right.
+func (v *view) IsAdmin() bool { return v.who != nil && v.who.can(store.RoleAdmin) }
+
+// IsSelf reports whether account id is the page's person's own.
+func (v *view) IsSelf(id int64) bool {
+	return v.who != nil && v.who.User != nil && v.who.User.ID == id
+}
+
+// recordID is the ID of a record a view shows (0: none).
+func recordID(rec any) int64 {
+	v := reflect.ValueOf(rec)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return 0
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return 0
+	}
+	if f := v.FieldByName("ID"); f.IsValid() && f.CanInt() {
+		return f.Int()
+	}
+	return 0
+}
