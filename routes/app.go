@@ -241,6 +241,9 @@ type handlers struct {
 	proxies proxies
 	// bodies bounds the memory request bodies take across connections.
 	bodies *bodyBudget
+	// sawAccounts is set once this instance has seen an account: from then
+	// on no account means the store forgot them, not an open desk.
+	sawAccounts atomic.Bool
 }
 
 func (h *handlers) ready(c *fiber.Ctx) error {

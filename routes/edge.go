@@ -616,7 +616,18 @@ func (h *handlers) authenticate(timeout time.Duration) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if !has {
+		if has {
+			h.sawAccounts.Store(true)
+		} else if h.sawAccounts.Load() {
+			// Accounts this instance has seen are gone: Redis forgot them
+			// (a wipe, a restore, a failover with loss), since the last
+			// enabled admin cannot be removed. The desk stays closed rather
+			// than open to anyone until someone makes an account again
+			// (orders user add, or ORDERS_ADMIN at a restart).
+			h.log.Error("the accounts are gone from the store; the desk stays closed until an account is made (orders user add, or ORDERS_ADMIN at start)",
+				"request_id", requestIDOf(c))
+		}
+		if !has && !h.sawAccounts.Load() {
 			c.Locals(personLocal, &person{Name: anonymous, Role: store.RoleAdmin, Open: true})
 			return c.Next()
 		}
@@ -679,7 +690,7 @@ func (h *handlers) identify(ctx context.Context, c *fiber.Ctx) (p *person, faile
 			if err != nil {
 				return nil, failedNone, err
 			}
-			return &person{User: u, Name: u.Name, Role: lowerRole(u.Role, t.Role), Token: t}, failedNone, nil
+			return &person{User: u, Name: u.Name, Role: lowerRole(u.Role, t.Role), Token: t, Addr: h.proxies.clientAddr(c)}, failedNone, nil
 		}
 	}
 	secret := c.Cookies(sessionCookie)
@@ -696,7 +707,7 @@ func (h *handlers) identify(ctx context.Context, c *fiber.Ctx) (p *person, faile
 	if err != nil {
 		return nil, failedNone, err
 	}
-	return &person{User: u, Name: u.Name, Role: u.Role, Session: strings.Clone(secret)}, failedNone, nil
+	return &person{User: u, Name: u.Name, Role: u.Role, Session: strings.Clone(secret), Addr: h.proxies.clientAddr(c)}, failedNone, nil
 }
 
 // lowerRole is the one of a and b with fewer rights (no role when either

@@ -26,6 +26,9 @@ type person struct {
 	Session string
 	// Open is true in protected mode (no account exists).
 	Open bool
+	// Addr is the client's address (behind a trusted proxy, the one it
+	// names): a wrong current password counts toward its sign-in limit.
+	Addr string
 }
 
 // personLocal holds the request's *person, set by the authentication

@@ -410,6 +410,11 @@ func sendJSON(c *fiber.Ctx, status int, data any) error {
 // status from the error's code, the body in the representation asked for.
 func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 	setSecurityHeaders(c)
+	if th := asThrottled(err); th != nil {
+		// A limit reached inside a handler (a wrong current password):
+		// 429 with Retry-After, as the edge answers it.
+		err = tooMany(c, th)
+	}
 	status := fiber.StatusInternalServerError
 	msg := "something went wrong on our side; the request id helps us find it"
 	var (

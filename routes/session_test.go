@@ -142,6 +142,32 @@ func TestProtectedModeOpensTheDeskUntilTheFirstAccountIsMade(t *testing.T) {
 	}
 }
 
+// TestAccountsTheStoreForgotLeaveTheDeskClosed: when the accounts an
+// instance has seen are gone (Redis wiped or restored from before them),
+// the desk does not fall back to protected mode: pages still go to the
+// sign-in form and JSON gets 401, until an account is made again.
+func TestAccountsTheStoreForgotLeaveTheDeskClosed(t *testing.T) {
+	tg := testutil.Miniredis(t)
+	st := testutil.NewStore(t, tg)
+	a := newTestApp(t, tg.Name, st)
+	addAccount(t, st, "admin", store.RoleAdmin)
+	wantSignInRedirect(t, a.get(t, "/orders", testutil.HPage), "/orders")
+	if err := tg.Client.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := st.HasUsers(context.Background()); err != nil || has {
+		t.Fatalf("after the wipe HasUsers = %v, %v; want false", has, err)
+	}
+	wantSignInRedirect(t, a.get(t, "/orders", testutil.HPage), "/orders")
+	wantUnsigned(t, a.get(t, "/orders", testutil.HJSON))
+	a.do(t, http.MethodPost, "/orders", testutil.JSON(map[string]any{"customer": "Nobody"}), testutil.HJSON).WantStatus(t, http.StatusUnauthorized)
+	a.get(t, "/orders", testutil.HPage).WantLacks(t, "This desk is open to anyone.")
+	// An account made again (orders user add) signs in as before.
+	addAccount(t, st, "admin", store.RoleAdmin)
+	s := a.signIn(t, "admin")
+	a.get(t, "/orders", as(s, testutil.HPage)).WantStatus(t, http.StatusOK)
+}
+
 func TestWithoutAPersonEachRepresentationIsSentToSignIn(t *testing.T) {
 	a := peopleApp(t)
 	// A page: 303 to the form, which leads back to the page.

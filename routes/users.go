@@ -44,7 +44,7 @@ var userResource = &resource{Name: "user", Plural: "users", Title: "User", ETagP
 
 func init() {
 	userResource.serve = func(h *handlers) resourceHandlers {
-		m := userMembers(h.store)
+		m := userMembers(h.store, h.checkSignIn)
 		hs := m.handlers(listUsers(h.store), nil)
 		t := tokenHandlers{s: h.store}
 		hs.Routes = []memberRoute{
@@ -117,12 +117,22 @@ var userListing = &listing{
 }
 
 // userMembers are the account's member routes.
-func userMembers(s store.Users) *members[userRecord, userIn] {
-	return newMembers[userRecord, userIn](userResource, userFields, userResource.Plural, userMember{s})
+func userMembers(s store.Users, signIn signInCheck) *members[userRecord, userIn] {
+	return newMembers[userRecord, userIn](userResource, userFields, userResource.Plural, userMember{s, signIn})
 }
 
+// signInCheck checks a name and password from a client address under the
+// sign-in throttle (handlers.checkSignIn).
+type signInCheck func(ctx context.Context, addr, name, password string) (*store.User, error)
+
 // userMember is the account's recordStore and memberPages.
-type userMember struct{ s store.Users }
+type userMember struct {
+	s store.Users
+	// signIn checks a person's current password as a sign-in would: a
+	// wrong one counts toward the sign-in throttle, so a session is no way
+	// around it.
+	signIn signInCheck
+}
 
 func record(u *store.User, err error) (*userRecord, error) {
 	if err != nil {
@@ -201,7 +211,7 @@ func (m userMember) update(ctx context.Context, id int64, in userIn, ifMatch int
 				return nil, &store.Error{Code: store.EINVALID, Message: "your current password is needed to change it",
 					Fields: map[string]string{"current_password": "is needed to change your password"}, Current: &userRecord{User: *cur}}
 			}
-			if _, err := m.s.CheckPassword(ctx, cur.Name, *in.CurrentPassword); err != nil {
+			if _, err := m.signIn(ctx, p.Addr, cur.Name, *in.CurrentPassword); err != nil {
 				if store.ErrorCode(err) != store.ENOTFOUND {
 					return nil, err
 				}

@@ -274,3 +274,31 @@ func TestTheFirstAccountFromTheUsersPage(t *testing.T) {
 		WantStatus(t, http.StatusSeeOther)
 	a.get(t, "/orders", testutil.HJSON).WantStatus(t, http.StatusUnauthorized)
 }
+
+// TestAWrongCurrentPasswordIsAFailedSignIn: a person with a session who
+// guesses their current password (to change it) meets the sign-in limit
+// as a sign-in would: past the failures an address may make, even the
+// right password is refused with 429 and Retry-After, and nothing changed.
+func TestAWrongCurrentPasswordIsAFailedSignIn(t *testing.T) {
+	a := newRightsApp(t)
+	me := a.user[store.RoleClerk]
+	own := userResource.MemberPath(me.ID)
+	guess := func(current string) *testutil.Resp {
+		return a.do(t, http.MethodPut, own, testutil.JSON(map[string]any{"password": "the password I would like", "current_password": current}),
+			a.as(store.RoleClerk, testutil.HJSON))
+	}
+	limit := store.DefaultLimitRules.SignInPerAddress
+	for i := range limit {
+		guess("guess number " + itoa(int64(i))).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, "is not your current password")
+	}
+	r := guess(passwordOf(string(store.RoleClerk))).WantStatus(t, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Errorf("a throttled password change has no Retry-After")
+	}
+	if u, err := a.store.GetUser(context.Background(), me.ID); err != nil || u.Version != me.Version {
+		t.Fatalf("a throttled password change changed the account: %+v, %v", u, err)
+	}
+	if _, err := a.store.CheckPassword(context.Background(), string(store.RoleClerk), passwordOf(string(store.RoleClerk))); err != nil {
+		t.Fatalf("the password changed although the change was refused: %v", err)
+	}
+}
