@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -253,6 +254,93 @@ func TestWatchSeesEveryChange(t *testing.T) {
 						}
 					})
 				}
+			}
+		})
+	}
+}
+
+// TestWatchLeavesOneOfTwoRemovingEachOther: two clients each WATCH a set
+// of two members, read both there, and remove their own only when another
+// stays (the app's last-admin rule): of the two, exactly one commits, and
+// one member stays, for a sorted set (ZREM) and a hash (HDEL), alone and
+// in a script.
+func TestWatchLeavesOneOfTwoRemovingEachOther(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		path bool
+	}{{"with a data file", true}, {"without a data file", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			var opt embedded.Options
+			if mode.path {
+				opt.Path = filepath.Join(t.TempDir(), "orders.json")
+			}
+			e := openEmbedded(t, opt)
+			defer e.Close()
+			cl := e.Client()
+			ctx := context.Background()
+			kinds := []struct {
+				name   string
+				fill   []any
+				count  func(tx *redis.Tx) int64
+				remove func(p redis.Pipeliner, m string)
+			}{
+				{"sorted set", []any{"ZADD", "admins", "1", "a", "2", "b"},
+					func(tx *redis.Tx) int64 { return tx.ZCard(ctx, "admins").Val() },
+					func(p redis.Pipeliner, m string) { p.ZRem(ctx, "admins", m) }},
+				{"hash", []any{"HSET", "admins", "a", "1", "b", "1"},
+					func(tx *redis.Tx) int64 { return tx.HLen(ctx, "admins").Val() },
+					func(p redis.Pipeliner, m string) { p.HDel(ctx, "admins", m) }},
+				{"sorted set in a script", []any{"ZADD", "admins", "1", "a", "2", "b"},
+					func(tx *redis.Tx) int64 { return tx.ZCard(ctx, "admins").Val() },
+					func(p redis.Pipeliner, m string) {
+						p.Eval(ctx, "return redis.call('ZREM', KEYS[1], ARGV[1])", []string{"admins"}, m)
+					}},
+			}
+			for _, k := range kinds {
+				t.Run(k.name, func(t *testing.T) {
+					for round := range 20 {
+						cl.Del(ctx, "admins")
+						if err := cl.Do(ctx, k.fill...).Err(); err != nil {
+							t.Fatal(err)
+						}
+						var read sync.WaitGroup
+						read.Add(2)
+						errs := make([]error, 2)
+						var wg sync.WaitGroup
+						for i, m := range []string{"a", "b"} {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								errs[i] = cl.Watch(ctx, func(tx *redis.Tx) error {
+									n := k.count(tx)
+									read.Done()
+									read.Wait() // both read two members before either writes
+									if n < 2 {
+										return errors.New("the last one stays")
+									}
+									_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+										k.remove(p, m)
+										return nil
+									})
+									return err
+								}, "admins")
+							}()
+						}
+						wg.Wait()
+						left, _ := cl.Exists(ctx, "admins").Result()
+						failed := 0
+						for _, err := range errs {
+							if errors.Is(err, redis.TxFailedErr) {
+								failed++
+							} else if err != nil {
+								t.Fatal(err)
+							}
+						}
+						if left != 1 || failed != 1 {
+							t.Fatalf("round %d: %d transactions failed and the key exists %d times; want exactly one failed and the key kept", round, failed, left)
+						}
+					}
+				})
 			}
 		})
 	}
