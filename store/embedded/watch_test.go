@@ -188,75 +188,63 @@ func keyState(ctx context.Context, c interface {
 // a script; and it commits when the command left the key as it was. With
 // a data file and without (the two ways the app opens the store).
 func TestWatchSeesEveryChange(t *testing.T) {
-	for _, mode := range []struct {
-		name string
-		path bool
-	}{{"with a data file", true}, {"without a data file", false}} {
-		t.Run(mode.name, func(t *testing.T) {
-			var opt embedded.Options
-			if mode.path {
-				opt.Path = filepath.Join(t.TempDir(), "orders.json")
-			}
-			e := openEmbedded(t, opt)
-			defer e.Close()
-			cl := e.Client()
-			ctx := context.Background()
-			runs := []struct {
-				name string
-				run  func(cmd []any, key string) error
-			}{
-				{"alone", func(cmd []any, _ string) error { return cl.Do(ctx, cmd...).Err() }},
-				{"in a MULTI", func(cmd []any, _ string) error {
-					_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						p.Do(ctx, cmd...)
-						return nil
-					})
-					return err
-				}},
-				{"in a script", func(cmd []any, key string) error {
-					return cl.Eval(ctx, "redis.call(unpack(ARGV)) return 1", []string{key}, cmd...).Err()
-				}},
-			}
-			for _, c := range watchCases() {
-				for _, r := range runs {
-					t.Run(c.name+" "+r.name, func(t *testing.T) {
-						if err := cl.FlushAll(ctx).Err(); err != nil {
-							t.Fatal(err)
+	bothWays(t, func(t *testing.T, cl *redis.Client) {
+		ctx := context.Background()
+		runs := []struct {
+			name string
+			run  func(cmd []any, key string) error
+		}{
+			{"alone", func(cmd []any, _ string) error { return cl.Do(ctx, cmd...).Err() }},
+			{"in a MULTI", func(cmd []any, _ string) error {
+				_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Do(ctx, cmd...)
+					return nil
+				})
+				return err
+			}},
+			{"in a script", func(cmd []any, key string) error {
+				return cl.Eval(ctx, "redis.call(unpack(ARGV)) return 1", []string{key}, cmd...).Err()
+			}},
+		}
+		for _, c := range watchCases() {
+			for _, r := range runs {
+				t.Run(c.name+" "+r.name, func(t *testing.T) {
+					if err := cl.FlushAll(ctx).Err(); err != nil {
+						t.Fatal(err)
+					}
+					for _, s := range c.setup {
+						if err := cl.Do(ctx, s...).Err(); err != nil {
+							t.Fatalf("setup %v: %v", s, err)
 						}
-						for _, s := range c.setup {
-							if err := cl.Do(ctx, s...).Err(); err != nil {
-								t.Fatalf("setup %v: %v", s, err)
-							}
+					}
+					err := cl.Watch(ctx, func(tx *redis.Tx) error {
+						before := keyState(ctx, tx, c.key)
+						if err := r.run(c.cmd, c.key); err != nil && !errors.Is(err, redis.Nil) {
+							t.Fatalf("%v: %v", c.cmd, err)
 						}
-						err := cl.Watch(ctx, func(tx *redis.Tx) error {
-							before := keyState(ctx, tx, c.key)
-							if err := r.run(c.cmd, c.key); err != nil && !errors.Is(err, redis.Nil) {
-								t.Fatalf("%v: %v", c.cmd, err)
-							}
-							after := keyState(ctx, tx, c.key)
-							if c.same != (before == after) {
-								t.Fatalf("%v took %s from %q to %q; the case is wrong", c.cmd, c.key, before, after)
-							}
-							_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-								p.Set(ctx, "probe", "1", 0)
-								return nil
-							})
-							return err
-						}, c.key)
-						probe := cl.Exists(ctx, "probe").Val()
-						switch {
-						case c.same && err != nil:
-							t.Errorf("%v left %s as it was, yet the transaction that watched it failed: %v", c.cmd, c.key, err)
-						case !c.same && !errors.Is(err, redis.TxFailedErr):
-							t.Errorf("%v changed %s after its WATCH, yet the transaction committed (err %v)", c.cmd, c.key, err)
-						case !c.same && probe != 0:
-							t.Errorf("the failed transaction was applied")
+						after := keyState(ctx, tx, c.key)
+						if c.same != (before == after) {
+							t.Fatalf("%v took %s from %q to %q; the case is wrong", c.cmd, c.key, before, after)
 						}
-					})
-				}
+						_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							p.Set(ctx, "probe", "1", 0)
+							return nil
+						})
+						return err
+					}, c.key)
+					probe := cl.Exists(ctx, "probe").Val()
+					switch {
+					case c.same && err != nil:
+						t.Errorf("%v left %s as it was, yet the transaction that watched it failed: %v", c.cmd, c.key, err)
+					case !c.same && !errors.Is(err, redis.TxFailedErr):
+						t.Errorf("%v changed %s after its WATCH, yet the transaction committed (err %v)", c.cmd, c.key, err)
+					case !c.same && probe != 0:
+						t.Errorf("the failed transaction was applied")
+					}
+				})
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestWatchLeavesOneOfTwoRemovingEachOther: two clients each WATCH a set
@@ -265,6 +253,78 @@ func TestWatchSeesEveryChange(t *testing.T) {
 // one member stays, for a sorted set (ZREM) and a hash (HDEL), alone and
 // in a script.
 func TestWatchLeavesOneOfTwoRemovingEachOther(t *testing.T) {
+	bothWays(t, func(t *testing.T, cl *redis.Client) {
+		ctx := context.Background()
+		kinds := []struct {
+			name   string
+			fill   []any
+			count  func(tx *redis.Tx) int64
+			remove func(p redis.Pipeliner, m string)
+		}{
+			{"sorted set", []any{"ZADD", "admins", "1", "a", "2", "b"},
+				func(tx *redis.Tx) int64 { return tx.ZCard(ctx, "admins").Val() },
+				func(p redis.Pipeliner, m string) { p.ZRem(ctx, "admins", m) }},
+			{"hash", []any{"HSET", "admins", "a", "1", "b", "1"},
+				func(tx *redis.Tx) int64 { return tx.HLen(ctx, "admins").Val() },
+				func(p redis.Pipeliner, m string) { p.HDel(ctx, "admins", m) }},
+			{"sorted set in a script", []any{"ZADD", "admins", "1", "a", "2", "b"},
+				func(tx *redis.Tx) int64 { return tx.ZCard(ctx, "admins").Val() },
+				func(p redis.Pipeliner, m string) {
+					p.Eval(ctx, "return redis.call('ZREM', KEYS[1], ARGV[1])", []string{"admins"}, m)
+				}},
+		}
+		for _, k := range kinds {
+			t.Run(k.name, func(t *testing.T) {
+				for round := range 20 {
+					cl.Del(ctx, "admins")
+					if err := cl.Do(ctx, k.fill...).Err(); err != nil {
+						t.Fatal(err)
+					}
+					var read sync.WaitGroup
+					read.Add(2)
+					errs := make([]error, 2)
+					var wg sync.WaitGroup
+					for i, m := range []string{"a", "b"} {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							errs[i] = cl.Watch(ctx, func(tx *redis.Tx) error {
+								n := k.count(tx)
+								read.Done()
+								read.Wait() // both read two members before either writes
+								if n < 2 {
+									return errors.New("the last one stays")
+								}
+								_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+									k.remove(p, m)
+									return nil
+								})
+								return err
+							}, "admins")
+						}()
+					}
+					wg.Wait()
+					left, _ := cl.Exists(ctx, "admins").Result()
+					failed := 0
+					for _, err := range errs {
+						if errors.Is(err, redis.TxFailedErr) {
+							failed++
+						} else if err != nil {
+							t.Fatal(err)
+						}
+					}
+					if left != 1 || failed != 1 {
+						t.Fatalf("round %d: %d transactions failed and the key exists %d times; want exactly one failed and the key kept", round, failed, left)
+					}
+				}
+			})
+		}
+	})
+}
+
+// bothWays runs f on the embedded store opened with a data file and
+// without: the two ways the app opens it.
+func bothWays(t *testing.T, f func(t *testing.T, cl *redis.Client)) {
 	for _, mode := range []struct {
 		name string
 		path bool
@@ -276,72 +336,7 @@ func TestWatchLeavesOneOfTwoRemovingEachOther(t *testing.T) {
 			}
 			e := openEmbedded(t, opt)
 			defer e.Close()
-			cl := e.Client()
-			ctx := context.Background()
-			kinds := []struct {
-				name   string
-				fill   []any
-				count  func(tx *redis.Tx) int64
-				remove func(p redis.Pipeliner, m string)
-			}{
-				{"sorted set", []any{"ZADD", "admins", "1", "a", "2", "b"},
-					func(tx *redis.Tx) int64 { return tx.ZCard(ctx, "admins").Val() },
-					func(p redis.Pipeliner, m string) { p.ZRem(ctx, "admins", m) }},
-				{"hash", []any{"HSET", "admins", "a", "1", "b", "1"},
-					func(tx *redis.Tx) int64 { return tx.HLen(ctx, "admins").Val() },
-					func(p redis.Pipeliner, m string) { p.HDel(ctx, "admins", m) }},
-				{"sorted set in a script", []any{"ZADD", "admins", "1", "a", "2", "b"},
-					func(tx *redis.Tx) int64 { return tx.ZCard(ctx, "admins").Val() },
-					func(p redis.Pipeliner, m string) {
-						p.Eval(ctx, "return redis.call('ZREM', KEYS[1], ARGV[1])", []string{"admins"}, m)
-					}},
-			}
-			for _, k := range kinds {
-				t.Run(k.name, func(t *testing.T) {
-					for round := range 20 {
-						cl.Del(ctx, "admins")
-						if err := cl.Do(ctx, k.fill...).Err(); err != nil {
-							t.Fatal(err)
-						}
-						var read sync.WaitGroup
-						read.Add(2)
-						errs := make([]error, 2)
-						var wg sync.WaitGroup
-						for i, m := range []string{"a", "b"} {
-							wg.Add(1)
-							go func() {
-								defer wg.Done()
-								errs[i] = cl.Watch(ctx, func(tx *redis.Tx) error {
-									n := k.count(tx)
-									read.Done()
-									read.Wait() // both read two members before either writes
-									if n < 2 {
-										return errors.New("the last one stays")
-									}
-									_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-										k.remove(p, m)
-										return nil
-									})
-									return err
-								}, "admins")
-							}()
-						}
-						wg.Wait()
-						left, _ := cl.Exists(ctx, "admins").Result()
-						failed := 0
-						for _, err := range errs {
-							if errors.Is(err, redis.TxFailedErr) {
-								failed++
-							} else if err != nil {
-								t.Fatal(err)
-							}
-						}
-						if left != 1 || failed != 1 {
-							t.Fatalf("round %d: %d transactions failed and the key exists %d times; want exactly one failed and the key kept", round, failed, left)
-						}
-					}
-				})
-			}
+			f(t, e.Client())
 		})
 	}
 }
