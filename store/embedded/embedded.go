@@ -670,7 +670,7 @@ func (e *Server) gate(c *server.Peer, cmd string, args ...string) bool {
 		e.mu.Unlock()
 	}
 	sk, sall := e.misses.take()
-	e.watchAfter(db, before, sk, sall)
+	e.watchAfter(db, before, append(slices.Clone(missed), sk...), missedAll || sall)
 	if !logging {
 		e.pause.Unlock()
 		return true

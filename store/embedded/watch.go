@@ -146,13 +146,10 @@ func (e *Server) watchBefore(db *miniredis.RedisDB, keys []string, all bool) map
 // watchAfter raises the version of every watched key of those a command
 // may have changed unseen (keys, all) that it did change: whose print
 // differs from before, or that had none (a key a script's command named,
-// or one watched since). The caller holds pause; the command ran.
+// or one whose WATCH came between the print and the command: its version
+// may have been read before the change). The caller holds pause; the
+// command ran.
 func (e *Server) watchAfter(db *miniredis.RedisDB, before map[string]string, keys []string, all bool) {
-	for k := range before {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
 	if len(keys) == 0 && !all {
 		return
 	}
