@@ -59,6 +59,14 @@ type Server struct {
 	// changedAll: a command whose keys gate cannot name ran; the next
 	// snapshot copies every key.
 	changedAll bool
+	// watched counts the connections that WATCH each key (see watch.go).
+	watched map[string]int
+
+	// raiser is the connection through which gate raises the version of
+	// keys for WATCH; misses gathers what a script's commands may change
+	// unseen. Both are used while pause is held.
+	raiser *server.Peer
+	misses missNotes
 
 	// snapMu makes snapshots one at a time and guards cache: the last
 	// copy of every key, which a snapshot updates with the changed keys.
@@ -95,6 +103,12 @@ type peerState struct {
 	inMulti   bool
 	queued    []touch
 	queuedAll bool
+	// missed, missedAll: what the queued commands may change without
+	// miniredis raising the keys' version (see missesOf).
+	missed    []string
+	missedAll bool
+	// watching: the keys this connection WATCHes.
+	watching []string
 }
 
 // cachedKey is a key as the last copy saw it; value maps are never
@@ -234,7 +248,7 @@ func Open(opt Options, client *redis.Options) (*Server, error) {
 	}
 	e := &Server{path: opt.Path, log: opt.Log, interval: opt.Interval,
 		stderr: opt.Stderr, peers: map[*server.Peer]*peerState{}, changed: map[string]struct{}{},
-		lastTick: time.Now()}
+		watched: map[string]int{}, lastTick: time.Now()}
 	if e.path != "" {
 		if err := os.MkdirAll(filepath.Dir(e.path), 0o755); err != nil {
 			return nil, fmt.Errorf("the folder of the data file %s: %w", e.path, err)
@@ -268,9 +282,8 @@ func Open(opt Options, client *redis.Options) (*Server, error) {
 		e.unlock()
 		return nil, err
 	}
-	if e.path != "" {
-		e.srv.SetPreHook(e.gate)
-	}
+	e.raiser = newRaiser(e.srv, password)
+	e.srv.SetPreHook(e.gate)
 	o := *client
 	o.Addr = m.Addr()
 	o.Password = password
@@ -529,29 +542,38 @@ func (e *Server) tick() time.Duration {
 	return time.Since(now)
 }
 
-// gate is the server's pre-command hook (installed when there is a data
-// file): a command that can change data runs while it holds pause, then
-// the values it left in the keys it changed are appended to the log, and
-// it is answered only once that record is on disk (the server writes a
-// command's answer to the socket after the hook returns; a long answer
-// may go out in part before, which no client takes for an answer). It
-// dispatches the command itself and answers true ("done"); the server's
-// second call of the hook, from that dispatch, lets the command through.
-// The server runs one connection's commands one after another, on one
-// goroutine.
+// gate is the server's pre-command hook. It makes WATCH see every change
+// (see watch.go), and with a data file it makes writes durable: a command
+// that can change data runs while it holds pause, then the values it left
+// in the keys it changed are appended to the log, and it is answered only
+// once that record is on disk (the server writes a command's answer to
+// the socket after the hook returns; a long answer may go out in part
+// before, which no client takes for an answer). It dispatches such a
+// command itself and answers true ("done"); the server's second call of
+// the hook, from that dispatch, lets the command through. The server runs
+// one connection's commands one after another, on one goroutine.
 //
 // A command a script runs (redis.call) comes through here too, on a peer
 // of its own that miniredis has already set up (Ctx set) and gate never
 // saw: its touches join the script's record.
 func (e *Server) gate(c *server.Peer, cmd string, args ...string) bool {
+	if c == e.raiser {
+		return false
+	}
+	logging := e.path != ""
 	e.mu.Lock()
 	p := e.peers[c]
 	if p == nil {
 		if c.Ctx != nil {
 			e.mu.Unlock()
 			if !readOnlyCmd(e.srv, cmd) {
-				ts, known := touchesOf(cmd, args)
-				e.rec.add(nil, ts, known)
+				if logging {
+					ts, known := touchesOf(cmd, args)
+					e.rec.add(nil, ts, known)
+				}
+				if keys, all := missesOf(cmd, args); len(keys) > 0 || all {
+					e.misses.add(keys, all)
+				}
 			}
 			return false
 		}
@@ -559,6 +581,7 @@ func (e *Server) gate(c *server.Peer, cmd string, args ...string) bool {
 		e.peers[c] = p
 		c.OnDisconnect(func() {
 			e.mu.Lock()
+			e.unwatch(p)
 			delete(e.peers, c)
 			e.mu.Unlock()
 		})
@@ -572,10 +595,24 @@ func (e *Server) gate(c *server.Peer, cmd string, args ...string) bool {
 	case "MULTI":
 		if !p.inMulti && len(args) == 0 { // a nested MULTI is refused and changes nothing
 			p.inMulti, p.queued, p.queuedAll = true, nil, false
+			p.missed, p.missedAll = nil, false
 		}
 	case "DISCARD":
 		if len(args) == 0 {
+			if p.inMulti {
+				e.unwatch(p)
+			}
 			p.inMulti, p.queued, p.queuedAll = false, nil, false
+		}
+	case "WATCH":
+		// Noted before miniredis reads the versions: a change after
+		// that is raised.
+		if !p.inMulti {
+			e.watch(p, args)
+		}
+	case "UNWATCH":
+		if len(args) == 0 {
+			e.unwatch(p)
 		}
 	}
 	if readOnlyCmd(e.srv, cmd) {
@@ -585,30 +622,59 @@ func (e *Server) gate(c *server.Peer, cmd string, args ...string) bool {
 	if p.inMulti && cmd != "EXEC" {
 		// Queued: it changes nothing until its EXEC, which may come after
 		// a snapshot.
-		ts, known := touchesOf(cmd, args)
-		p.queued = append(p.queued, ts...)
-		p.queuedAll = p.queuedAll || !known
+		if logging {
+			ts, known := touchesOf(cmd, args)
+			p.queued = append(p.queued, ts...)
+			p.queuedAll = p.queuedAll || !known
+		}
+		keys, all := missesOf(cmd, args)
+		p.missed = append(p.missed, keys...)
+		p.missedAll = p.missedAll || all
 		e.mu.Unlock()
 		return false
 	}
 	var ts []touch
 	known := true
+	var missed []string
+	var missedAll, ends bool
 	if cmd == "EXEC" {
 		if len(args) == 0 { // else refused, and the MULTI goes on
 			ts, known = p.queued, !p.queuedAll
+			missed, missedAll, ends = p.missed, p.missedAll, p.inMulti
 			p.inMulti, p.queued, p.queuedAll = false, nil, false
+			p.missed, p.missedAll = nil, false
 		}
 	} else {
-		ts, known = touchesOf(cmd, args)
+		if logging {
+			ts, known = touchesOf(cmd, args)
+		}
+		missed, missedAll = missesOf(cmd, args)
 	}
 	p.inGate = true
 	e.mu.Unlock()
 
 	e.pause.Lock()
 	db := e.m.DB(0)
-	e.rec.reset(false)
-	e.rec.add(db, ts, known)
+	if logging {
+		e.rec.reset(false)
+		e.rec.add(db, ts, known)
+	}
+	before := e.watchBefore(db, missed, missedAll)
+	e.misses.take()
 	e.srv.Dispatch(c, append([]string{cmd}, args...))
+	if ends {
+		// The EXEC ended the connection's watches: its own changes need
+		// no raise.
+		e.mu.Lock()
+		e.unwatch(p)
+		e.mu.Unlock()
+	}
+	sk, sall := e.misses.take()
+	e.watchAfter(db, before, append(slices.Clone(missed), sk...), missedAll || sall)
+	if !logging {
+		e.pause.Unlock()
+		return true
+	}
 	e.tickMu.Lock()
 	tick := e.lastTick
 	e.tickMu.Unlock()

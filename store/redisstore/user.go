@@ -315,9 +315,10 @@ const msgLastAdmin = "is the last enabled admin's: another admin must be made fi
 // userTurns is a counter every guarded write of an account moves, in its
 // transaction, and every one WATCHes: the rules' reads are stale once
 // another account's write commits. The indexes alone are not enough to
-// watch: miniredis (the embedded store) does not count a ZREM that
-// leaves members as a change of the key, so a WATCH of the admins index
-// misses an admin leaving it.
+// watch on a bare miniredis (the test suites' in-process server): it does
+// not count a ZREM that leaves members as a change of the key, so a WATCH
+// of the admins index misses an admin leaving it. Redis counts it, and
+// the embedded store makes every WATCH see it (store/embedded/watch.go).
 func (s *Store) userTurns() string { return s.prefix + "u:{u}:turns" }
 
 // errFirstUser refuses a first account that is not an enabled admin.
