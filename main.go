@@ -112,6 +112,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	}
 	fl := flag.NewFlagSet("orders", flag.ContinueOnError)
 	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, "Usage:\n  orders [flags]                           serve the order desk\n"+
+			"  orders user add NAME -role ROLE [flags]  make an account (its password on stdin)\n\nFlags:\n")
+		fl.PrintDefaults()
+	}
 	var c config
 	fl.StringVar(&c.addr, "addr", env("ADDR", "127.0.0.1:3000"), "listen address (env ADDR)")
 	fl.StringVar(&c.redis, "redis", env("REDIS_URL", ""), "one Redis: a redis:// or rediss:// URL, or host:port; a Redis Cluster: two or more host:port separated by commas; empty: the embedded store (env REDIS_URL)")
