@@ -1,0 +1,238 @@
+package browser_test
+
+// What a person sees of the rights: the open desk until the first account,
+// and then each role's pages, which offer only what the role may do, even
+// as live updates redraw them; and a refusal, when one is met, says what
+// the action takes.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"orders/store"
+)
+
+// jsModes names the two ways every test here runs, JavaScript on and off.
+var jsModes = []struct {
+	name string
+	on   bool
+}{{"javascript on", true}, {"javascript off", false}}
+
+// person is an account a test made and signs in as.
+type person struct {
+	*store.User
+	password string
+}
+
+// makePerson stores an account of role named name.
+func makePerson(t *testing.T, e *env, name string, role store.Role) person {
+	t.Helper()
+	r, pw, display := string(role), name+"-correct-horse", strings.ToUpper(name[:1])+name[1:]
+	u, err := e.store.CreateUser(context.Background(), store.UserInput{Name: &name, DisplayName: &display, Role: &r, Password: &pw})
+	if err != nil {
+		t.Fatalf("making %s (%s): %v", name, role, err)
+	}
+	return person{u, pw}
+}
+
+// signIn signs p in over HTTP and gives the tab the session; it returns
+// the session secret.
+func (e *env) signIn(t *testing.T, p person) string {
+	t.Helper()
+	s := signInOver(t, e.base, p.Name, p.password)
+	setSession(t, e, s)
+	return s
+}
+
+// count is how many elements match sel.
+func (e *env) count(t *testing.T, sel string) int {
+	t.Helper()
+	return run(t, e, "counting "+sel, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+}
+
+// none fails the test for each selector something on the page matches:
+// controls the page's person may not use.
+func (e *env) none(t *testing.T, what string, sels ...string) {
+	t.Helper()
+	for _, sel := range sels {
+		if n := e.count(t, sel); n > 0 {
+			html := e.jsString(t, fmt.Sprintf(`document.querySelector(%q).outerHTML`, sel))
+			t.Errorf("%s: %d of %s, want none: %s", what, n, sel, oneLine(html, 200))
+		}
+	}
+}
+
+// some fails the test for each selector nothing on the page matches.
+func (e *env) some(t *testing.T, what string, sels ...string) {
+	t.Helper()
+	for _, sel := range sels {
+		if e.count(t, sel) == 0 {
+			t.Errorf("%s: no %s, want one", what, sel)
+		}
+	}
+}
+
+// loadStatus is the HTTP status of the document the tab shows.
+func (e *env) loadStatus(t *testing.T) int {
+	t.Helper()
+	return run(t, e, "reading the page's status", chromedp.Evaluate[int](`performance.getEntriesByType("navigation")[0].responseStatus`))
+}
+
+// Controls of the orders' pages, by what they do rather than their words.
+const (
+	newOrderButton = `a[href="/orders/new"]`
+	// A row's Edit: the inline edit (hx-get) or, without JavaScript, the
+	// Edit form.
+	rowEdit   = `a[href$="/edit"]`
+	rowDelete = `form[hx-delete] button, button.danger`
+	noteForm  = `form.note-form`
+	statusBtn = `.transitions form`
+)
+
+// TestOpenDeskUntilAnAccount: while no account exists the List says the
+// desk is open to anyone and offers every control (New, Edit, Delete).
+// Once an account is made (by the store, or on the Users page in the open
+// desk) the next load of the List goes to the sign-in form, and signing in
+// leads back to the List, without the banner.
+func TestOpenDeskUntilAnAccount(t *testing.T) {
+	for _, mode := range jsModes {
+		for _, how := range []string{"store", "users page"} {
+			t.Run(mode.name+", made on the "+how, func(t *testing.T) {
+				e := start(t, mode.on)
+				o := e.seed(t, "Ada Lovelace")[0]
+				row := fmt.Sprintf("#order-row-%d", o.ID)
+				e.do(t, "open the List", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row)))
+				e.waitText(t, ".open-desk", "This desk is open to anyone.")
+				e.some(t, "the open desk's List", newOrderButton, row+" "+rowEdit, row+" "+rowDelete)
+
+				name, pw := "root", "root-correct-horse"
+				if how == "store" {
+					r := string(store.RoleAdmin)
+					if _, err := e.store.CreateUser(context.Background(), store.UserInput{Name: &name, Role: &r, Password: &pw}); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					e.do(t, "the New user form", chromedp.Navigate(e.base+"/users/new"), chromedp.WaitVisible(css("#user-form form")))
+					if got := run(t, e, "the role offered", chromedp.Value(css("#user-form select[name=role]"))); got != string(store.RoleAdmin) {
+						t.Errorf("the first account's form offers role %q, want admin", got)
+					}
+					e.do(t, "create the first account",
+						chromedp.SendKeys(css("#user-form input[name=name]"), name),
+						chromedp.SendKeys(css("#user-form input[name=password]"), pw),
+						chromedp.Click(css("#user-form button[type=submit]")),
+						chromedp.WaitNotPresent(css("#user-form")))
+					if users, _ := e.store.HasUsers(context.Background()); !users {
+						t.Fatalf("the Users page made no account: the page shows %q", oneLine(e.jsString(t, `document.querySelector("main").textContent`), 200))
+					}
+				}
+
+				e.do(t, "the List again", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css("#session-form")))
+				if got, want := e.path(t), "/session/new?next="+url.QueryEscape("/orders"); got != want {
+					t.Errorf("the List once an account exists: at %s, want %s", got, want)
+				}
+				e.none(t, "the sign-in form once an account exists", ".open-desk", ".open-note", row)
+				e.do(t, "sign in",
+					chromedp.SendKeys(css("#session-name"), name),
+					chromedp.SendKeys(css("#session-password"), pw),
+					chromedp.Click(css("#session-form button[type=submit]")),
+					chromedp.WaitVisible(css(row)))
+				if got := e.path(t); got != "/orders" {
+					t.Errorf("signed in: at %s, want back at /orders", got)
+				}
+				e.none(t, "the List signed in", ".open-desk")
+				e.some(t, "an admin's List", "header .person-name", newOrderButton, row+" "+rowEdit, row+" "+rowDelete)
+			})
+		}
+	}
+}
+
+// asAdmin sends a JSON request with the admin's session, as another
+// browser or a program would, and fails the test unless it answers want.
+func asAdmin(t *testing.T, base, session, method, path string, body any, want int) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Cookie", sessionCookie+"="+session)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	res.Body.Close()
+	if res.StatusCode != want {
+		t.Fatalf("%s %s as the admin: %s, want %d", method, path, res.Status, want)
+	}
+}
+
+// TestViewerLiveListOffersNoEditing: a viewer's List follows what an admin
+// does in another browser (an inline edit) and over HTTP (a new order):
+// the changed row and the new one show, drawn for the viewer, with no
+// Edit, no Delete and no inline edit; the page has no New button, and
+// the shortcuts that edit (e, n) do nothing. The viewer's order page, too,
+// follows the admin's change and offers no Edit, Delete, status buttons or
+// note form.
+func TestViewerLiveListOffersNoEditing(t *testing.T) {
+	a, v := startLive(t)
+	admin, viewer := makePerson(t, a, "root", store.RoleAdmin), makePerson(t, a, "vera", store.RoleViewer)
+	adminSession := a.signIn(t, admin)
+	v.signIn(t, viewer)
+	orders := a.seed(t, "Ada Lovelace", "Grace Hopper")
+	x := orders[0]
+	row := fmt.Sprintf("#order-row-%d", x.ID)
+
+	a.openLive(t, "/orders")
+	v.openLive(t, "/orders")
+	v.none(t, "the viewer's List", newOrderButton, rowEdit, rowDelete, "[data-rows] [hx-get], [data-rows] form")
+
+	// The admin's inline edit draws the row for the admin first.
+	a.do(t, "the admin edits in place", chromedp.Click(css(row+" a[hx-get]")), chromedp.WaitVisible(css(fmt.Sprintf("#row-%d-customer", x.ID))),
+		chromedp.SetValue(css(fmt.Sprintf("#row-%d-customer", x.ID)), "Ada King"),
+		chromedp.Click(css(row+" .row-buttons button[type=submit]")))
+	a.waitText(t, "#notice", fmt.Sprintf("Order %d saved.", x.ID))
+	v.waitText(t, row, "Ada King")
+	asAdmin(t, a.base, adminSession, http.MethodPost, "/orders", map[string]any{"customer": "Katherine Johnson"}, http.StatusCreated)
+	v.waitText(t, "[data-live-news]", "1 new order")
+	v.do(t, "show the new order", chromedp.Click(css("[data-live-show]")))
+	v.waitText(t, "[data-results]", "Katherine Johnson")
+	if n := v.count(t, "[data-rows] > tr"); n != 3 {
+		t.Errorf("the viewer's List shows %d rows, want 3", n)
+	}
+	v.none(t, "the viewer's List after the live changes", newOrderButton, rowEdit, rowDelete, "[data-rows] [hx-get], [data-rows] form")
+
+	// The keys that edit: j marks a row, e and n do nothing.
+	v.do(t, "j, e and n", press("j"), press("e"), press("n"))
+	v.settled(t)
+	if got := v.path(t); got != "/orders" {
+		t.Errorf("after e and n the viewer is at %s, want still at /orders", got)
+	}
+	v.none(t, "the viewer's List after e", "tr.editing", "[data-rows] input")
+
+	// The order page: the admin confirms the order, the viewer's page shows it.
+	a.openLive(t, fmt.Sprintf("/orders/%d", x.ID))
+	v.openLive(t, fmt.Sprintf("/orders/%d", x.ID))
+	v.none(t, "the viewer's order page", "#order "+rowEdit, "#order "+rowDelete, "#order "+noteForm, "#order "+statusBtn)
+	a.do(t, "the admin confirms the order", chromedp.Click(css(".transitions form:first-of-type button")), chromedp.WaitVisible(css("#order .status-confirmed")))
+	v.waitJS(t, "the viewer's page shows the confirmed order", `!!document.querySelector("#order .status-confirmed")`)
+	v.waitText(t, "#order", "Ada King")
+	v.none(t, "the viewer's order page after the live change", "#order "+rowEdit, "#order "+rowDelete, "#order "+noteForm, "#order "+statusBtn)
+	v.do(t, "e on the order page", press("e"))
+	v.settled(t)
+	if got, want := v.path(t), fmt.Sprintf("/orders/%d", x.ID); got != want {
+		t.Errorf("after e the viewer is at %s, want still at %s", got, want)
+	}
+}
