@@ -246,3 +246,59 @@ func TestViewerLiveListOffersNoEditing(t *testing.T) {
 		t.Errorf("after e the viewer is at %s, want still at %s", got, want)
 	}
 }
+
+// Controls of the products' pages.
+const (
+	newProductButton = `a[href="/products/new"]`
+	productEdit      = `a[href^="/products/"][href$="/edit"]`
+)
+
+// TestClerkSeesNoProductEditing: a clerk's product List and product page
+// offer no New product, no Edit (nor inline edit) and no Delete, but the
+// note form and the New order button, which a clerk may use. With
+// JavaScript on, the keys that edit do nothing on products: e neither
+// opens an inline edit nor leaves the page, and n opens the New order
+// form, which a clerk may send (never a form that then answers 403).
+func TestClerkSeesNoProductEditing(t *testing.T) {
+	for _, mode := range jsModes {
+		t.Run(mode.name, func(t *testing.T) {
+			e := start(t, mode.on)
+			makePerson(t, e, "root", store.RoleAdmin)
+			e.signIn(t, makePerson(t, e, "clara", store.RoleClerk))
+			c := seedCatalogue(t, e.store)
+			mugRow, mugPage := productRow(c.mug), fmt.Sprintf("/products/%d", c.mug.ID)
+
+			e.do(t, "open the products", chromedp.Navigate(e.base+"/products"), chromedp.WaitVisible(css(mugRow)))
+			e.none(t, "a clerk's products", newProductButton, productEdit, "#products "+rowDelete, "[data-rows] [hx-get], [data-rows] form")
+			e.some(t, "a clerk's products", newOrderButton, "header .person-name")
+			if mode.on {
+				e.do(t, "j, e", press("j"), press("e"))
+				e.quiet(t)
+				if got := e.path(t); got != "/products" {
+					t.Errorf("after e on the products the clerk is at %s, want still at /products", got)
+				}
+				e.none(t, "a clerk's products after e", "tr.editing", "[data-rows] input")
+				e.do(t, "n", press("n"))
+				e.quiet(t)
+				if got := e.path(t); got != "/orders/new" {
+					t.Errorf("after n on the products the clerk is at %s, want the New order form at /orders/new", got)
+				}
+				if status := e.loadStatus(t); status != http.StatusOK {
+					t.Errorf("the page n opened answered %d, want 200", status)
+				}
+				e.some(t, "the page n opened", "#order-form form")
+			}
+
+			e.do(t, "open a product", chromedp.Navigate(e.base+mugPage), chromedp.WaitVisible(css("#product")))
+			e.none(t, "a clerk's product page", "#product "+productEdit, "#product "+rowDelete)
+			e.some(t, "a clerk's product page", "#product "+noteForm)
+			if mode.on {
+				e.do(t, "e on the product page", press("e"))
+				e.quiet(t)
+				if got := e.path(t); got != mugPage {
+					t.Errorf("after e on a product the clerk is at %s, want still at %s", got, mugPage)
+				}
+			}
+		})
+	}
+}
