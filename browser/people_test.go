@@ -102,7 +102,7 @@ const (
 	// A row's Edit: the inline edit (hx-get) or, without JavaScript, the
 	// Edit form.
 	rowEdit   = `a[href$="/edit"]`
-	rowDelete = `form[hx-delete] button, button.danger`
+	rowDelete = `form[hx-delete] button`
 	noteForm  = `form.note-form`
 	statusBtn = `.transitions form`
 )
@@ -302,3 +302,121 @@ func TestClerkSeesNoProductEditing(t *testing.T) {
 		})
 	}
 }
+
+// setRole gives p's account role, as an admin would elsewhere.
+func setRole(t *testing.T, e *env, p person, role store.Role) {
+	t.Helper()
+	r := string(role)
+	if _, err := e.store.UpdateUser(context.Background(), p.ID, store.UserInput{Role: &r}, 0, ""); err != nil {
+		t.Fatalf("making %s a %s: %v", p.Name, role, err)
+	}
+}
+
+// wantForbiddenPage checks that the tab shows the 403 page, in the site's
+// layout (the navigation, the person's name), saying msg (what the action
+// takes) and leading back to the resource's list at back.
+func (e *env) wantForbiddenPage(t *testing.T, what, msg, back string) {
+	t.Helper()
+	if status := e.loadStatus(t); status != http.StatusForbidden {
+		t.Errorf("%s: the page answered %d, want 403", what, status)
+	}
+	if got := e.text(t, "main h1"); got != "Cannot do that" {
+		t.Errorf("%s: the heading says %q, want Cannot do that", what, got)
+	}
+	if got := strings.Join(strings.Fields(e.text(t, "main")), " "); !strings.Contains(strings.ToLower(got), msg) {
+		t.Errorf("%s: the page says %q, want %q", what, got, msg)
+	}
+	e.some(t, what, `header.site nav a[href="/orders"]`, "header .person-name", fmt.Sprintf(`main a[href=%q]`, back))
+}
+
+// TestForbiddenSaysWhatItTakes: a clerk who opens a product's New or Edit
+// form by its address gets the 403 page, in the site's layout, saying
+// which role it takes. A manager demoted to clerk while their pages are
+// open meets the same refusal from what those pages still offer: the
+// List's Delete (with JavaScript, the refusal shows in the page's alert
+// region and the row stays; without, the 403 page), and, with JavaScript,
+// a product page's Edit. Loaded again, the pages offer what a clerk may do.
+func TestForbiddenSaysWhatItTakes(t *testing.T) {
+	for _, mode := range jsModes {
+		t.Run(mode.name, func(t *testing.T) {
+			e := start(t, mode.on)
+			e.failedLoads = []string{"403"}
+			ctx := context.Background()
+			makePerson(t, e, "root", store.RoleAdmin)
+			clara, mona := makePerson(t, e, "clara", store.RoleClerk), makePerson(t, e, "mona", store.RoleManager)
+			c := seedCatalogue(t, e.store)
+			o := e.seed(t, "Ada Lovelace")[0]
+			row, orderPage := fmt.Sprintf("#order-row-%d", o.ID), fmt.Sprintf("/orders/%d", o.ID)
+
+			e.signIn(t, clara)
+			e.do(t, "the New product form by its address", chromedp.Navigate(e.base+"/products/new"), chromedp.WaitVisible(css("main h1")))
+			e.wantForbiddenPage(t, "a clerk's New product form", "you may not create products: that takes the manager role, and yours is clerk", "/products")
+			e.none(t, "a clerk's New product form", "main form")
+			edit := fmt.Sprintf("/products/%d/edit", c.mug.ID)
+			e.do(t, "a product's Edit form by its address", chromedp.Navigate(e.base+edit), chromedp.WaitVisible(css("main h1")))
+			e.wantForbiddenPage(t, "a clerk's Edit product form", "you may not change products: that takes the manager role, and yours is clerk", "/products")
+			e.none(t, "a clerk's Edit product form", "main form")
+
+			// A manager's List, and then the manager is a clerk.
+			e.signIn(t, mona)
+			e.do(t, "a manager's List", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row+" "+rowDelete)))
+			setRole(t, e, mona, store.RoleClerk)
+			deleteTakes := "you may not delete orders: that takes the manager role, and yours is clerk"
+			if mode.on {
+				e.do(t, "Delete on the stale List", chromedp.Click(css(row+" "+rowDelete)))
+				e.waitText(t, "#notice-alert", sentenceOf(deleteTakes))
+				if got := e.path(t); got != "/orders" {
+					t.Errorf("after the refused Delete the page is at %s, want still at /orders", got)
+				}
+				e.some(t, "the List after the refused Delete", row)
+				e.mu.Lock()
+				asked := strings.Join(e.dialogs, "; ")
+				e.mu.Unlock()
+				if !strings.Contains(asked, fmt.Sprintf("Delete order %d", o.ID)) {
+					t.Errorf("the Delete asked %q, want its confirmation", asked)
+				}
+			} else {
+				e.do(t, "Delete on the stale List", chromedp.Click(css(row+" "+rowDelete)))
+				e.waitPath(t, "confirm=delete")
+				e.waitUntil(t, "the confirmation has loaded", `document.readyState === "complete"`)
+				e.wantForbiddenPage(t, "the stale List's Delete", deleteTakes, "/orders")
+			}
+			if _, err := e.store.GetOrder(ctx, o.ID); err != nil {
+				t.Errorf("the refused Delete removed the order: %v", err)
+			}
+
+			// Loaded again, the pages are drawn for a clerk.
+			e.do(t, "the List again", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row)))
+			e.none(t, "the demoted person's List", row+" "+rowDelete)
+			e.some(t, "the demoted person's List", row+" "+rowEdit)
+
+			if mode.on {
+				// A manager's product page, and then the manager is a clerk.
+				setRole(t, e, mona, store.RoleManager)
+				e.do(t, "a manager's product page", chromedp.Navigate(e.base+fmt.Sprintf("/products/%d", c.mug.ID)),
+					chromedp.WaitVisible(css("#product "+productEdit)))
+				setRole(t, e, mona, store.RoleClerk)
+				e.do(t, "Edit on the stale product page", chromedp.Click(css("#product "+productEdit)))
+				changeTakes := "you may not change products: that takes the manager role, and yours is clerk"
+				e.waitText(t, "#notice-alert", sentenceOf(changeTakes))
+				e.waitText(t, "main", changeTakes)
+				e.none(t, "the stale product page's Edit", "main form")
+				if p, _ := storedProduct(t, e.store, c.mug.ID); p.Version != c.mug.Version {
+					t.Errorf("the product is at version %d after a refused Edit, want %d", p.Version, c.mug.Version)
+				}
+			}
+
+			// The order page, cached by the browser from when the person was
+			// a manager, is not reused for the clerk.
+			setRole(t, e, mona, store.RoleManager)
+			e.do(t, "a manager's order page", chromedp.Navigate(e.base+orderPage), chromedp.WaitVisible(css("#order "+rowDelete)))
+			setRole(t, e, mona, store.RoleClerk)
+			e.do(t, "the order page again", chromedp.Navigate(e.base+orderPage), chromedp.WaitVisible(css("#order")))
+			e.none(t, "the demoted person's order page", "#order .page-head "+rowDelete)
+			e.some(t, "the demoted person's order page", "#order "+rowEdit, "#order "+noteForm)
+		})
+	}
+}
+
+// sentenceOf is msg as a notice says it: a capital first, a full stop last.
+func sentenceOf(msg string) string { return strings.ToUpper(msg[:1]) + msg[1:] + "." }
