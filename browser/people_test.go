@@ -111,7 +111,8 @@ const (
 // desk is open to anyone and offers every control (New, Edit, Delete).
 // Once an account is made (by the store, or on the Users page in the open
 // desk) the next load of the List goes to the sign-in form, and signing in
-// leads back to the List, without the banner.
+// leads back to the List, without the banner; an order page seen in the
+// open desk, loaded again, has no banner either.
 func TestOpenDeskUntilAnAccount(t *testing.T) {
 	for _, mode := range jsModes {
 		for _, how := range []string{"store", "users page"} {
@@ -122,6 +123,9 @@ func TestOpenDeskUntilAnAccount(t *testing.T) {
 				e.do(t, "open the List", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css(row)))
 				e.waitText(t, ".open-desk", "This desk is open to anyone.")
 				e.some(t, "the open desk's List", newOrderButton, row+" "+rowEdit, row+" "+rowDelete)
+				orderPage := fmt.Sprintf("/orders/%d", o.ID)
+				e.do(t, "open the order", chromedp.Navigate(e.base+orderPage), chromedp.WaitVisible(css("#order")))
+				e.waitText(t, ".open-desk", "This desk is open to anyone.")
 
 				name, pw := "root", "root-correct-horse"
 				if how == "store" {
@@ -159,6 +163,11 @@ func TestOpenDeskUntilAnAccount(t *testing.T) {
 				}
 				e.none(t, "the List signed in", ".open-desk")
 				e.some(t, "an admin's List", "header .person-name", newOrderButton, row+" "+rowEdit, row+" "+rowDelete)
+				// The order page the browser keeps from the open desk is not
+				// shown again: it says the desk is open and names no one.
+				e.do(t, "the order again", chromedp.Navigate(e.base+orderPage), chromedp.WaitVisible(css("#order")))
+				e.none(t, "the order page signed in", ".open-desk")
+				e.some(t, "the order page signed in", "header .person-name")
 			})
 		}
 	}

@@ -9,6 +9,7 @@ package routes
 
 import (
 	"reflect"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -102,6 +103,48 @@ func roleMark(r store.Role) string {
 		return "n"
 	}
 	return string(r)[:1]
+}
+
+// whoMark is the part of an HTML answer's ETag that names whom it was
+// drawn for: "r" and the role's mark ("rc"), nothing in protected mode
+// (every right, and the open desk's banner).
+func whoMark(p *person) string {
+	if p.Open {
+		return ""
+	}
+	return "r" + roleMark(p.Role)
+}
+
+// isWhoMark reports whether part of a tag is a mark whoMark gives.
+func isWhoMark(part string) bool {
+	if part == "rn" {
+		return true
+	}
+	for _, r := range store.Roles {
+		if part == "r"+roleMark(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// tagsDrawnFor reports whether a tag of the If-None-Match header inm was
+// drawn for whom mark names (whoMark): the mark among its parts, and no
+// other, whatever coding follows them ("o7v3-page-h12-rc-gzip").
+func tagsDrawnFor(inm, mark string) bool {
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.Trim(strings.TrimPrefix(strings.TrimSpace(t), "W/"), `"`)
+		got := ""
+		for _, part := range strings.Split(t, "-")[1:] {
+			if isWhoMark(part) {
+				got = part
+			}
+		}
+		if got == mark {
+			return true
+		}
+	}
+	return false
 }
 
 // need is a middleware that lets through only requests whose person may
