@@ -429,3 +429,23 @@ func TestForbiddenSaysWhatItTakes(t *testing.T) {
 
 // sentenceOf is msg as a notice says it: a capital first, a full stop last.
 func sentenceOf(msg string) string { return strings.ToUpper(msg[:1]) + msg[1:] + "." }
+
+// TestAPageIsDrawnForWhoeverSignedIn: two people of one role take turns
+// at one browser; the order page the first was shown is not shown to the
+// second as current: its header names the second.
+func TestAPageIsDrawnForWhoeverSignedIn(t *testing.T) {
+	for _, mode := range jsModes {
+		t.Run(mode.name, func(t *testing.T) {
+			e := start(t, mode.on)
+			first, second := makePerson(t, e, "root", store.RoleAdmin), makePerson(t, e, "boss", store.RoleAdmin)
+			page := fmt.Sprintf("/orders/%d", e.seed(t, "Ada Lovelace")[0].ID)
+			for _, p := range []person{first, second} {
+				e.signIn(t, p)
+				e.do(t, "the order page", chromedp.Navigate(e.base+page), chromedp.WaitVisible(css("#order")))
+				if got := strings.Join(strings.Fields(e.text(t, "header .person-name")), " "); got != "Signed in as "+p.DisplayName {
+					t.Errorf("signed in as %s, the header says %q, want %q", p.Name, got, "Signed in as "+p.DisplayName)
+				}
+			}
+		})
+	}
+}

@@ -323,8 +323,8 @@ func TestACompressedPageIsCurrentForItsRole(t *testing.T) {
 	page := orderResource.MemberPath(o.ID)
 	gzip := testutil.H{"Accept-Encoding": "gzip"}
 	tag := a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(gzip))).WantStatus(t, http.StatusOK).Header.Get("ETag")
-	if !strings.HasSuffix(tag, `-rc-gzip"`) {
-		t.Fatalf("a clerk's compressed page has ETag %s, want it to end -rc-gzip", tag)
+	if want := fmt.Sprintf(`-rc.%d.%d-gzip"`, a.user[store.RoleClerk].ID, a.user[store.RoleClerk].Version); !strings.HasSuffix(tag, want) {
+		t.Fatalf("a clerk's compressed page has ETag %s, want it to end %s", tag, want)
 	}
 	a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(gzip).With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusNotModified)
 	a.get(t, page, a.as(store.RoleViewer, testutil.HPage.With(gzip).With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusOK)
