@@ -212,14 +212,17 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		// so the notice is neither lost nor replayed from a cache.
 		out.ETag, out.NotModified = "", false
 	}
-	if role := personOf(c).Role; rp != reprJSON && out.ETag != "" && role != store.RoleAdmin {
-		// A page or fragment shows the controls its person's role allows:
-		// the tag of one for fewer rights than all names the role, and a
-		// tag another role was given is no match (a person whose role
-		// changed gets the page anew).
-		mark := "-r" + roleMark(role) + `"`
-		out.ETag = strings.TrimSuffix(out.ETag, `"`) + mark
-		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !strings.Contains(inm, mark) {
+	if rp != reprJSON && out.ETag != "" {
+		// A page or fragment shows the controls its person's role allows,
+		// and a page of the open desk says the desk is open: the tag names
+		// the role it was drawn for (the open desk's none), and a tag drawn
+		// for another is no match (a person whose role changed, or who
+		// signs in where the desk was open, gets the page anew).
+		mark := whoMark(personOf(c))
+		if mark != "" {
+			out.ETag = strings.TrimSuffix(out.ETag, `"`) + "-" + mark + `"`
+		}
+		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !tagsDrawnFor(inm, mark) {
 			out.NotModified = false
 		}
 	}

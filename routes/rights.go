@@ -9,6 +9,8 @@ package routes
 
 import (
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -102,6 +104,55 @@ func roleMark(r store.Role) string {
 		return "n"
 	}
 	return string(r)[:1]
+}
+
+// whoMark is the part of an HTML answer's ETag that names whom it was
+// drawn for: "r" and the role's mark, then the account's id and version
+// ("rc.7.2": the header names the person, and a change of the account, its
+// display name or role, draws it anew); nothing in protected mode (every
+// right, and the open desk's banner).
+func whoMark(p *person) string {
+	if p.Open {
+		return ""
+	}
+	m := "r" + roleMark(p.Role)
+	if p.User != nil {
+		m += "." + strconv.FormatInt(p.User.ID, 10) + "." + strconv.FormatInt(p.User.Version, 10)
+	}
+	return m
+}
+
+// isWhoMark reports whether part of a tag is a mark whoMark gives.
+func isWhoMark(part string) bool {
+	role, _, _ := strings.Cut(part, ".")
+	if role == "rn" {
+		return true
+	}
+	for _, r := range store.Roles {
+		if role == "r"+roleMark(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// tagsDrawnFor reports whether a tag of the If-None-Match header inm was
+// drawn for whom mark names (whoMark): the mark among its parts, and no
+// other, whatever coding follows them ("o7v3-page-h12-rc.7.2-gzip").
+func tagsDrawnFor(inm, mark string) bool {
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.Trim(strings.TrimPrefix(strings.TrimSpace(t), "W/"), `"`)
+		got := ""
+		for _, part := range strings.Split(t, "-")[1:] {
+			if isWhoMark(part) {
+				got = part
+			}
+		}
+		if got == mark {
+			return true
+		}
+	}
+	return false
 }
 
 // need is a middleware that lets through only requests whose person may

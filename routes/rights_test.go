@@ -313,3 +313,20 @@ func TestACachedPageFollowsARoleChange(t *testing.T) {
 	a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusOK).
 		WantLacks(t, `href="`+orderResource.EditPath(o.ID)+`"`)
 }
+
+// TestACompressedPageIsCurrentForItsRole: the tag of a compressed page
+// ("…-rc-gzip", as every browser gets it) still names its role: sent back
+// by the same role it is a 304, by another a 200.
+func TestACompressedPageIsCurrentForItsRole(t *testing.T) {
+	a := newRightsApp(t)
+	o := a.seeded(t, resourceSuites()[0], 1)
+	page := orderResource.MemberPath(o.ID)
+	gzip := testutil.H{"Accept-Encoding": "gzip"}
+	tag := a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(gzip))).WantStatus(t, http.StatusOK).Header.Get("ETag")
+	if want := fmt.Sprintf(`-rc.%d.%d-gzip"`, a.user[store.RoleClerk].ID, a.user[store.RoleClerk].Version); !strings.HasSuffix(tag, want) {
+		t.Fatalf("a clerk's compressed page has ETag %s, want it to end %s", tag, want)
+	}
+	a.get(t, page, a.as(store.RoleClerk, testutil.HPage.With(gzip).With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusNotModified)
+	a.get(t, page, a.as(store.RoleViewer, testutil.HPage.With(gzip).With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusOK)
+	a.get(t, page, a.as(store.RoleAdmin, testutil.HPage.With(gzip).With(testutil.H{"If-None-Match": tag}))).WantStatus(t, http.StatusOK)
+}
