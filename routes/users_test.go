@@ -289,7 +289,7 @@ func TestAWrongCurrentPasswordIsAFailedSignIn(t *testing.T) {
 	}
 	limit := store.DefaultLimitRules.SignInPerAddress
 	for i := range limit {
-		guess("guess number " + itoa(int64(i))).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, "is not your current password")
+		guess("guess number "+itoa(int64(i))).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, "is not your current password")
 	}
 	r := guess(passwordOf(string(store.RoleClerk))).WantStatus(t, http.StatusTooManyRequests)
 	if r.Header.Get("Retry-After") == "" {
