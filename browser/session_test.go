@@ -174,3 +174,54 @@ func seedOrder(t *testing.T, st *redisstore.Store, customer string) *store.Order
 	}
 	return o
 }
+
+// TestSignInThrottleSaysWhenToTryAgain: after the failed sign-ins an address
+// may make, a person who then types the right password stays on the form,
+// which says that there were too many failed sign-ins and when to try
+// again, keeps the name, and signs nobody in. With JavaScript on and off.
+func TestSignInThrottleSaysWhenToTryAgain(t *testing.T) {
+	for _, js := range []bool{true, false} {
+		name := "javascript off"
+		if js {
+			name = "javascript on"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := start(t, js)
+			ctx := context.Background()
+			e.failedLoads = []string{"429"} // htmx's throttled sign-in
+			uname, role, pw := "grace", string(store.RoleAdmin), "grace-correct-horse"
+			if _, err := e.store.CreateUser(ctx, store.UserInput{Name: &uname, Role: &role, Password: &pw}); err != nil {
+				t.Fatal(err)
+			}
+			// Someone at the same address has guessed as often as it may.
+			for i := range store.DefaultLimitRules.SignInPerAddress {
+				form := url.Values{"name": {uname}, "password": {"guess-" + strconv.Itoa(i)}}
+				res, err := http.PostForm(e.base+"/session", form)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != http.StatusUnprocessableEntity {
+					t.Fatalf("guess %d: %s, want 422", i, res.Status)
+				}
+			}
+			e.do(t, "the sign-in form", chromedp.Navigate(e.base+"/session/new?next=%2Forders"), chromedp.WaitVisible(css("#session-form")))
+			e.do(t, "the right password, too late",
+				chromedp.SendKeys(css("#session-name"), uname),
+				chromedp.SendKeys(css("#session-password"), pw),
+				chromedp.Click(css("#session-form button[type=submit]")),
+				chromedp.WaitVisible(css("#session-error")))
+			msg := e.text(t, "#session-error")
+			if !strings.HasPrefix(msg, "Too many failed sign-ins from your address; try again in ") {
+				t.Errorf("a throttled sign-in says %q, want that there were too many failed sign-ins and when to try again", msg)
+			}
+			if kept := run(t, e, "reading the name", chromedp.Value(css("#session-name"))); kept != uname {
+				t.Errorf("a throttled sign-in keeps the name %q, want %q", kept, uname)
+			}
+			if got := e.path(t); !strings.HasPrefix(got, "/session") {
+				t.Errorf("a throttled sign-in is at %s, want still at the form", got)
+			}
+			e.do(t, "the orders", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css("#session-form")))
+		})
+	}
+}

@@ -133,10 +133,23 @@ func (h *handlers) signIn(c *fiber.Ctx) error {
 	if name == "" || password == "" {
 		return refuse("enter your name and password")
 	}
+	// Throttled, a person sees the form again with when to try again (429
+	// and Retry-After); a program gets the 429 alone.
 	throttled := func(th *store.Throttled) error {
 		h.log.Warn("sign-in throttled", "client", addr, "user", logName(name), "limit", th.Limit,
 			"retry_after_s", int(math.Ceil(th.RetryAfter.Seconds())), "request_id", requestIDOf(c))
-		return tooMany(c, th)
+		err := tooMany(c, th)
+		fe, ok := err.(*fiber.Error)
+		if rp == reprJSON || !ok {
+			return err
+		}
+		f := h.newSignInForm(c, name, next)
+		if len(f.Name) > store.MaxUserName {
+			f.Name = ""
+		}
+		f.Error = sentence(fe.Message)
+		return respond(c, rp, nil, &response{Status: fiber.StatusTooManyRequests, Partial: partialSignIn, View: signInView(f),
+			CacheControl: noStore, Err: err})
 	}
 	u, err := h.checkSignIn(ctx, addr, name, password)
 	if th := asThrottled(err); th != nil {
