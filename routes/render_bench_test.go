@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,8 +70,16 @@ func newRenderApp(tb testing.TB, clerk bool) *renderApp {
 	mr.SetTime(base)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { _ = c.Close() })
-	var tick int64
-	now := func() time.Time { tick++; return base.Add(time.Duration(tick) * time.Minute) }
+	// Each write while seeding is a minute after the one before; then the
+	// clock stops, so sessions never expire however long a run takes.
+	var tick atomic.Int64
+	seeding := true
+	now := func() time.Time {
+		if seeding {
+			tick.Add(1)
+		}
+		return base.Add(time.Duration(tick.Load()) * time.Minute)
+	}
 	st := redisstore.New(c, redisstore.Options{Now: now})
 	ctx := context.Background()
 	statuses := []string{"pending", "confirmed", "shipped"}
@@ -94,6 +103,7 @@ func newRenderApp(tb testing.TB, clerk bool) *renderApp {
 			}
 		}
 	}
+	seeding = false
 	a := newTestApp(tb, "miniredis", st)
 	ra := &renderApp{handler: a.app.Handler()}
 	if clerk {
