@@ -420,3 +420,71 @@ func invalidFields(err error) map[string]string {
 	}
 	return nil
 }
+
+// orderRow is what one row of the orders' List shows, worked out in Go
+// before the template runs: the template reads plain fields, where a call
+// of a method or a helper from a template costs a reflective call for
+// every cell of every row.
+type orderRow struct {
+	ID, Version     int64
+	RowID, Path     string
+	EditPath        string
+	Customer, Email string
+	Status          store.Status
+	StatusTitle     string
+	ItemCount       int
+	Total, Currency string
+	Updated, UpdISO string
+	Update, Delete  bool
+}
+
+// newOrderRow is o's row as person p sees it, with the rights p has on
+// it (may: the rights on the collection, when they are the same for
+// every member; nil to ask for this one).
+func newOrderRow(r *resource, p *person, o *store.Order, may *can) *orderRow {
+	if may == nil {
+		c := canOf(r, p, o.ID)
+		may = &c
+	}
+	path := r.MemberPath(o.ID)
+	return &orderRow{ID: o.ID, Version: o.Version, RowID: r.RowID(o.ID), Path: path, EditPath: path + "/edit",
+		Customer: o.Customer, Email: o.Email, Status: o.Status, StatusTitle: statusTitle(o.Status),
+		ItemCount: o.ItemCount, Total: o.Total.String(), Currency: o.Currency,
+		Updated: formatDate(o.UpdatedAt), UpdISO: formatISODate(o.UpdatedAt),
+		Update: may.Update, Delete: may.Delete}
+}
+
+// OrderRow is the List row of the order the view shows.
+func (v *view) OrderRow() *orderRow {
+	if v.orderRow != nil {
+		return v.orderRow
+	}
+	o, ok := v.Record.(*store.Order)
+	if !ok {
+		return nil
+	}
+	return newOrderRow(v.R, v.whoOrNone(), o, nil)
+}
+
+// OrderRows are the rows of the orders' List page the view shows, each
+// the view of a single-row fragment with its row worked out: the
+// person's rights are asked once for the page when no member has rights
+// of its own.
+func (v *view) OrderRows() []*view {
+	if v.List == nil {
+		return nil
+	}
+	orders, _ := v.List.Rows().([]store.Order)
+	p := v.whoOrNone()
+	var may *can
+	if v.R.Own == nil {
+		c := canOf(v.R, p, 0)
+		may = &c
+	}
+	out := make([]*view, len(orders))
+	for i := range orders {
+		o := &orders[i]
+		out[i] = &view{R: v.R, Record: o, who: v.who, orderRow: newOrderRow(v.R, p, o, may)}
+	}
+	return out
+}

@@ -339,6 +339,9 @@ type view struct {
 	// was rendered: the page's event stream starts after it (?after=), so
 	// nothing made between the render and the connection is missed.
 	LiveAfter string
+	// orderRow is the List row of Record, when the List worked it out
+	// (OrderRows).
+	orderRow *orderRow
 }
 
 // DocTitle is the document title: "<Title> · Orders", or the site name alone.
@@ -713,10 +716,8 @@ func TemplateFuncs() template.FuncMap {
 }
 
 var funcs = template.FuncMap{
-	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
-	"isodate": func(t time.Time) string {
-		return t.UTC().Format(time.RFC3339)
-	},
+	"date":    formatDate,
+	"isodate": formatISODate,
 	"title": statusTitle,
 	// roleTitle is a role as a label: "Clerk".
 	"roleTitle": func(r store.Role) string { return statusTitle(store.Status(r)) },
@@ -744,6 +745,12 @@ var funcs = template.FuncMap{
 			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
 	},
 }
+
+// formatDate is a time as pages show it: "2025-01-31 14:05", UTC.
+func formatDate(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
+
+// formatISODate is a time as a <time datetime> carries it: RFC 3339, UTC.
+func formatISODate(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // statusTitle is a status as a label: "Pending".
 func statusTitle(s store.Status) string {

@@ -189,11 +189,16 @@ func canOf(r *resource, p *person, id int64) can {
 // Can is what the person the page is for may do to its resource, and to
 // its record when it shows one.
 func (v *view) Can() can {
-	p := v.who
-	if p == nil {
-		p = &person{}
+	return canOf(v.R, v.whoOrNone(), recordID(v.Record))
+}
+
+// whoOrNone is the person the page is for, or no one (no rights but
+// what everyone has).
+func (v *view) whoOrNone() *person {
+	if v.who == nil {
+		return &person{}
 	}
-	return canOf(v.R, p, recordID(v.Record))
+	return v.who
 }
 
 // CanCreate reports whether the page's person may create members of the
@@ -210,10 +215,7 @@ func (v *view) CanCreate(plural string) bool {
 // Nav is the site's navigation as the page's person sees it: the entries
 // of what they may read, and the New buttons of what they may create.
 func (v *view) NavEntries() []navEntry {
-	p := v.who
-	if p == nil {
-		p = &person{}
-	}
+	p := v.whoOrNone()
 	var out []navEntry
 	for _, e := range navEntries() {
 		a := actRead
