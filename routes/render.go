@@ -718,7 +718,7 @@ func TemplateFuncs() template.FuncMap {
 var funcs = template.FuncMap{
 	"date":    formatDate,
 	"isodate": formatISODate,
-	"title": statusTitle,
+	"title":   statusTitle,
 	// roleTitle is a role as a label: "Clerk".
 	"roleTitle": func(r store.Role) string { return statusTitle(store.Status(r)) },
 	"statuses":  func() []store.Status { return store.Statuses },
