@@ -302,3 +302,31 @@ func TestAWrongCurrentPasswordIsAFailedSignIn(t *testing.T) {
 		t.Fatalf("the password changed although the change was refused: %v", err)
 	}
 }
+
+// TestAPasswordOfOnlySpacesIsRefused: a new password of nothing but white
+// space and invisible characters is no secret, however long: 422 with the
+// message beside the password, whether an admin sets it on a new account
+// or a person on their own, and nothing is made or changed.
+func TestAPasswordOfOnlySpacesIsRefused(t *testing.T) {
+	a := newRightsApp(t)
+	blanks := []string{strings.Repeat(" ", 16), strings.Repeat("\u00a0", 12), strings.Repeat("\u200b", 12), " \u3000\u200b \u2060 \u2009\u00a0      "}
+	for i, pw := range blanks {
+		name := "blank" + itoa(int64(i))
+		a.do(t, http.MethodPost, userResource.Path(), testutil.JSON(map[string]any{"name": name, "role": "viewer", "password": pw}),
+			a.as(store.RoleAdmin, testutil.HJSON)).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, `"password"`, "more than spaces")
+		a.do(t, http.MethodPost, userResource.Path(), testutil.Form("name", name, "role", "viewer", "password", pw),
+			a.as(store.RoleAdmin, testutil.HPage)).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, "more than spaces")
+		if _, err := a.store.UserByName(context.Background(), name); store.ErrorCode(err) != store.ENOTFOUND {
+			t.Fatalf("an account with a blank password was made (%q): %v", pw, err)
+		}
+	}
+	me := a.user[store.RoleClerk]
+	a.do(t, http.MethodPut, userResource.MemberPath(me.ID), testutil.JSON(map[string]any{"password": blanks[0], "current_password": passwordOf(string(store.RoleClerk))}),
+		a.as(store.RoleClerk, testutil.HJSON)).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, "more than spaces")
+	if u, err := a.store.GetUser(context.Background(), me.ID); err != nil || u.Version != me.Version {
+		t.Fatalf("a refused blank password changed the account: %+v, %v", u, err)
+	}
+	// A password with spaces in it, and around it, is a password.
+	a.do(t, http.MethodPost, userResource.Path(), testutil.JSON(map[string]any{"name": "spaced", "role": "viewer", "password": "  correct horse  "}),
+		a.as(store.RoleAdmin, testutil.HJSON)).WantStatus(t, http.StatusCreated)
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -223,8 +224,8 @@ func checkUserName(raw string) (string, string) {
 
 // CheckNewPassword is what is wrong with a new password ("" when it is
 // good): at least MinPassword characters, at most MaxPassword bytes,
-// valid UTF-8 without control characters. It is kept as typed, never
-// trimmed.
+// valid UTF-8 without control characters, and more than white space and
+// invisible characters. It is kept as typed, never trimmed.
 func CheckNewPassword(pw string) string {
 	switch {
 	case !utf8.ValidString(pw):
@@ -235,8 +236,21 @@ func CheckNewPassword(pw string) string {
 		return "must be at most " + strconv.Itoa(MaxPassword) + " bytes"
 	case hasControl(pw, false):
 		return "must not contain control characters"
+	case blank(pw):
+		return "must hold more than spaces and invisible characters"
 	}
 	return ""
+}
+
+// blank reports whether s holds nothing but white space and invisible
+// characters: a password of twelve spaces is no secret.
+func blank(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && !invisible(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // ApplyUser validates in against the stored account cur (nil on create)
