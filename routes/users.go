@@ -454,6 +454,11 @@ var tokenFields = fields[tokenIn]{
 // make is POST /users/<id>/tokens: 201 with the token and its secret
 // ("token"), shown this once; the page that shows it says so.
 func (t tokenHandlers) make(c *fiber.Ctx, rp repr) (*response, error) {
+	if personOf(c).Token != nil {
+		// A token that leaked could otherwise make others that outlive its
+		// revocation: tokens are made by a person signed in.
+		return nil, store.Errorf(store.EFORBIDDEN, "tokens are made by a person signed in, not with a token")
+	}
 	tv, err := t.tokens(c)
 	if err != nil {
 		return nil, err

@@ -330,3 +330,28 @@ func TestAPasswordOfOnlySpacesIsRefused(t *testing.T) {
 	a.do(t, http.MethodPost, userResource.Path(), testutil.JSON(map[string]any{"name": "spaced", "role": "viewer", "password": "  correct horse  "}),
 		a.as(store.RoleAdmin, testutil.HJSON)).WantStatus(t, http.StatusCreated)
 }
+
+// TestATokenMakesNoTokens: a program with a token cannot make another
+// (403, nothing made), so a token that leaked and is revoked leaves no
+// successor behind; the person signed in makes them.
+func TestATokenMakesNoTokens(t *testing.T) {
+	a := newRightsApp(t)
+	me := a.user[store.RoleManager]
+	path := userResource.MemberPath(me.ID) + "/tokens"
+	made := a.do(t, http.MethodPost, path, testutil.JSON(map[string]any{"name": "ci"}), a.as(store.RoleManager, testutil.HJSON)).
+		WantStatus(t, http.StatusCreated).Object(t)
+	secret, _ := made["token"].(string)
+	if secret == "" {
+		t.Fatalf("a signed-in person's token: %v", made)
+	}
+	for _, role := range []string{"viewer", "manager"} {
+		a.do(t, http.MethodPost, path, testutil.JSON(map[string]any{"name": "successor-" + role, "role": role}), bearer(secret, testutil.HJSON)).
+			WantStatus(t, http.StatusForbidden).WantContains(t, "tokens are made by a person signed in")
+	}
+	list, err := a.store.Tokens(context.Background(), me.ID)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("after a token tried to make tokens: %+v, %v; want the one made signed in", list, err)
+	}
+	// The token still reads what its role allows.
+	a.get(t, "/orders", bearer(secret, testutil.HJSON)).WantStatus(t, http.StatusOK)
+}

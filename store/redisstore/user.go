@@ -433,7 +433,9 @@ func (s *Store) CreateUser(ctx context.Context, in store.UserInput) (*store.User
 
 // UpdateUser changes account id, with the same version checks as every
 // record. A new password or a disable gives the account a new epoch in
-// the same write, which ends every session of the person but keep.
+// the same write, which ends every session of the person but keep; a
+// disable also ends the account's tokens, so enabling it again brings
+// none of them back.
 func (s *Store) UpdateUser(ctx context.Context, id int64, in store.UserInput, ifMatch int64, keep string) (*store.User, error) {
 	var hash string
 	if in.Password != nil && store.CheckNewPassword(*in.Password) == "" {
@@ -444,13 +446,16 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, in store.UserInput, if
 		hash = h
 	}
 	var next *userRec
-	u, err := updateRecord(guarded(ctx, s.userGuard(id, &next, keep)), s, userKind, id, ifMatch, in.Version,
+	disabling := false // a disable ends the account's tokens with its sessions
+	g := s.endingTokens(s.userGuard(id, &next, keep), id, func() bool { return disabling })
+	u, err := updateRecord(guarded(ctx, g), s, userKind, id, ifMatch, in.Version,
 		func(cur *userRec) (userRec, map[string]string) {
-			next = nil
+			next, disabling = nil, false
 			u, errs := store.ApplyUser(&cur.User, in)
 			if errs != nil {
 				return userRec{}, errs
 			}
+			disabling = u.Disabled && !cur.Disabled
 			r := userRec{User: u, hash: cur.hash, epoch: cur.epoch}
 			if hash != "" {
 				r.hash = hash
@@ -476,17 +481,31 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, ifMatch, version int64
 		v = &version
 	}
 	var next *userRec // a delete stores nothing
-	g := s.userGuard(id, &next, "")
+	g := s.endingTokens(s.userGuard(id, &next, ""), id, func() bool { return true })
+	_, err := write(guarded(ctx, g), s, userKind, id, func(cur *userRec) (*userRec, error) {
+		return nil, checkVersions(userKind, cur, id, ifMatch, v, true)
+	})
+	return userErr(err)
+}
+
+// endingTokens is g that also ends account id's tokens in its
+// transaction when end says so (asked after the write's fn ran): their
+// secrets and the list go, under a WATCH of the list, so a token made
+// meanwhile is ended too.
+func (s *Store) endingTokens(g guard, id int64, end func() bool) guard {
 	tokens, used := s.userTokensKey(id), s.userTokensUsedKey(id)
 	g.watch = append(g.watch, tokens)
-	reads := g.reads
+	reads, also := g.reads, g.also
 	var held *redis.MapStringStringCmd
 	g.reads = func(ctx context.Context, p redis.Pipeliner) func(h map[string]string) error {
 		held = p.HGetAll(ctx, tokens)
 		return reads(ctx, p)
 	}
 	g.also = func(ctx context.Context, p redis.Pipeliner) {
-		p.Incr(ctx, s.userTurns())
+		also(ctx, p)
+		if !end() {
+			return
+		}
 		for _, raw := range held.Val() {
 			if t, ok := decodeToken(raw); ok {
 				p.Del(ctx, s.tokenKey(t.SHA))
@@ -494,10 +513,7 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, ifMatch, version int64
 		}
 		p.Del(ctx, tokens, used)
 	}
-	_, err := write(guarded(ctx, g), s, userKind, id, func(cur *userRec) (*userRec, error) {
-		return nil, checkVersions(userKind, cur, id, ifMatch, v, true)
-	})
-	return userErr(err)
+	return g
 }
 
 // UserHistory is a page of account id's history, newest first. It never

@@ -253,9 +253,9 @@ func start(t *testing.T, s *redisstore.Store, id int64) string {
 }
 
 // TestADisabledPersonsSessionsAndTokensFail: disabling a person ends
-// their sessions and stops their tokens at once, and enabling them again
-// brings back the tokens but not the sessions; a password check of a
-// disabled person fails as a wrong one does.
+// their sessions and their tokens at once, and enabling them again brings
+// back neither (whoever held a token of theirs must be given a new one);
+// a password check of a disabled person fails as a wrong one does.
 func TestADisabledPersonsSessionsAndTokensFail(t *testing.T) {
 	onTargets(t, func(t *testing.T, tg testutil.Target) {
 		s := fresh(t, tg).s
@@ -291,8 +291,17 @@ func TestADisabledPersonsSessionsAndTokensFail(t *testing.T) {
 		}
 		_, err = s.SessionUser(ctx, sec)
 		wantCode(t, "a session ended by a disable, after the enable", err, store.ENOTFOUND)
-		if _, _, err := s.TokenUser(ctx, tok); err != nil {
-			t.Errorf("the token after the person is enabled again: %v", err)
+		_, _, err = s.TokenUser(ctx, tok)
+		wantCode(t, "a token ended by a disable, after the enable", err, store.ENOTFOUND)
+		if list, err := s.Tokens(ctx, c.ID); err != nil || len(list) != 0 {
+			t.Errorf("the tokens listed after a disable and an enable: %+v, %v; want none", list, err)
+		}
+		_, fresh, err := s.CreateToken(ctx, c.ID, "ci", store.RoleClerk)
+		if err != nil {
+			t.Fatalf("a token of the same name after the enable: %v", err)
+		}
+		if u, _, err := s.TokenUser(ctx, fresh); err != nil || u.ID != c.ID {
+			t.Errorf("a token made after the enable: %+v, %v", u, err)
 		}
 	})
 }
