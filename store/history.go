@@ -1,9 +1,6 @@
 package store
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // MaxHistory is the most change entries (creates, changes, the delete)
 // kept per record; past it the oldest go.
@@ -67,55 +64,4 @@ type ItemChange struct {
 type HistoryPage struct {
 	Entries []HistoryEntry
 	Next    string
-}
-
-type actorKey struct{}
-
-// Actor is who changes records, and how ("web" or "api").
-type Actor struct{ Name, Via string }
-
-// WithActor returns ctx saying who changes records through it, and how:
-// via "web" (the pages) or "api" (JSON). History entries carry both; a
-// change without them is "anonymous" via "api".
-func WithActor(ctx context.Context, name, via string) context.Context {
-	return context.WithValue(ctx, actorKey{}, Actor{name, via})
-}
-
-// ActorOf is ctx's actor (WithActor), "anonymous" via "api" when unset.
-func ActorOf(ctx context.Context) Actor {
-	a, _ := ctx.Value(actorKey{}).(Actor)
-	if a.Name == "" {
-		a.Name = "anonymous"
-	}
-	if a.Via == "" {
-		a.Via = "api"
-	}
-	return a
-}
-
-// PairBy pairs each of n things with one of m others: for each rule in
-// turn, each thing not yet paired takes the first other not yet taken that
-// the rule matches (rule(i, j): thing i and other j). It returns, for each
-// thing, the other it took, or -1. The history (an item before and after a
-// change) and the 409's comparison (theirs and yours) pair items by it.
-func PairBy(n, m int, rules ...func(i, j int) bool) []int {
-	taken := make([]bool, m)
-	paired := make([]int, n)
-	for i := range paired {
-		paired[i] = -1
-	}
-	for _, rule := range rules {
-		for i := range paired {
-			if paired[i] >= 0 {
-				continue
-			}
-			for j := range taken {
-				if !taken[j] && rule(i, j) {
-					taken[j], paired[i] = true, j
-					break
-				}
-			}
-		}
-	}
-	return paired
 }

@@ -498,3 +498,30 @@ type Orders interface {
 	AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 	CountOrders(ctx context.Context) (int64, error)
 }
+
+// PairBy pairs each of n things with one of m others: for each rule in
+// turn, each thing not yet paired takes the first other not yet taken that
+// the rule matches (rule(i, j): thing i and other j). It returns, for each
+// thing, the other it took, or -1. The history (an item before and after a
+// change) and the 409's comparison (theirs and yours) pair items by it.
+func PairBy(n, m int, rules ...func(i, j int) bool) []int {
+	taken := make([]bool, m)
+	paired := make([]int, n)
+	for i := range paired {
+		paired[i] = -1
+	}
+	for _, rule := range rules {
+		for i := range paired {
+			if paired[i] >= 0 {
+				continue
+			}
+			for j := range taken {
+				if !taken[j] && rule(i, j) {
+					taken[j], paired[i] = true, j
+					break
+				}
+			}
+		}
+	}
+	return paired
+}

@@ -430,3 +430,27 @@ func DummyPasswordCheck(ctx context.Context, pw string) error {
 	_, err := VerifyPassword(ctx, "", pw)
 	return err
 }
+
+type actorKey struct{}
+
+// Actor is who changes records, and how ("web" or "api").
+type Actor struct{ Name, Via string }
+
+// WithActor returns ctx saying who changes records through it, and how:
+// via "web" (the pages) or "api" (JSON). History entries carry both; a
+// change without them is "anonymous" via "api".
+func WithActor(ctx context.Context, name, via string) context.Context {
+	return context.WithValue(ctx, actorKey{}, Actor{name, via})
+}
+
+// ActorOf is ctx's actor (WithActor), "anonymous" via "api" when unset.
+func ActorOf(ctx context.Context) Actor {
+	a, _ := ctx.Value(actorKey{}).(Actor)
+	if a.Name == "" {
+		a.Name = "anonymous"
+	}
+	if a.Via == "" {
+		a.Via = "api"
+	}
+	return a
+}
