@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -87,6 +88,9 @@ type config struct {
 	// bodyBudgetMiB: the most memory, in MiB, request bodies take at once
 	// across every connection while they are read and handled.
 	bodyBudgetMiB int
+	// renderCacheMiB: the most memory, in MiB, drawn fragments kept for
+	// reuse take (0: none kept).
+	renderCacheMiB int
 	// metricsAddr: where Prometheus's /metrics is served; "" serves none.
 	metricsAddr string
 	// logFormat: "text" or "json".
@@ -145,6 +149,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 		return c, err
 	}
 	fl.IntVar(&c.bodyBudgetMiB, "body-budget", budget, "most memory in MiB that request bodies take at once, across every connection, while they are read; a body past it gets 503 (env BODY_BUDGET)")
+	renderCache, err := envInt(env, "RENDER_CACHE", routes.DefaultRenderCache)
+	if err != nil {
+		return c, err
+	}
+	fl.IntVar(&c.renderCacheMiB, "render-cache", renderCache, "most memory in MiB that drawn List rows kept for reuse take; 0: none kept (env RENDER_CACHE)")
 	fl.StringVar(&c.metricsAddr, "metrics-addr", env("METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, apart from the application's; empty: none (env METRICS_ADDR)")
 	fl.StringVar(&c.logFormat, "log-format", env("LOG_FORMAT", "text"), "log lines as text (key=value) or json (env LOG_FORMAT)")
 	fl.BoolVar(&c.open, "open", false, "serve on an address other than loopback even while no account exists, when anyone who reaches the desk may do anything")
@@ -159,6 +168,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io
 	}
 	if c.bodyBudgetMiB < 1 || c.bodyBudgetMiB > 1<<20 {
 		return c, errors.New("-body-budget must be a whole number of MiB from 1 to 1048576")
+	}
+	if c.renderCacheMiB < 0 || c.renderCacheMiB > 1<<20 {
+		return c, errors.New("-render-cache must be a whole number of MiB from 0 to 1048576")
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return c, fmt.Errorf("-log-format must be text or json, not %q", c.logFormat)
@@ -441,7 +453,7 @@ func newApp(ctx context.Context, cfg config, inFlight *atomic.Int64, metrics *ro
 	app, err = routes.New(routes.Config{Store: st, Files: files, Logger: log,
 		AllowedHosts: cfg.hosts, TrustedProxies: cfg.trustedProxies,
 		EventHeartbeat: cfg.eventHeartbeat, MaxStreams: cfg.maxStreams, InFlight: inFlight, Metrics: metrics,
-		BodyBudget: int64(cfg.bodyBudgetMiB) << 20})
+		BodyBudget: int64(cfg.bodyBudgetMiB) << 20, RenderCacheMiB: cmp.Or(cfg.renderCacheMiB, -1)})
 	if err != nil {
 		return nil, nil, err
 	}

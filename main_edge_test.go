@@ -84,6 +84,31 @@ func TestBodyBudgetFlag(t *testing.T) {
 	}
 }
 
+// TestRenderCacheFlag: -render-cache / RENDER_CACHE is in MiB, 64 by
+// default, 0 keeps no fragments (the application is told -1), and what is
+// not a whole number of MiB is refused.
+func TestRenderCacheFlag(t *testing.T) {
+	for _, ok := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{nil, nil, routes.DefaultRenderCache},
+		{nil, map[string]string{"RENDER_CACHE": "8"}, 8},
+		{[]string{"-render-cache", "0"}, map[string]string{"RENDER_CACHE": "8"}, 0},
+	} {
+		c, err := parseConfig(ok.args, envOf(ok.env), io.Discard)
+		if err != nil || c.renderCacheMiB != ok.want {
+			t.Errorf("flags %q, variables %v: render cache %d MiB (%v), want %d", ok.args, ok.env, c.renderCacheMiB, err, ok.want)
+		}
+	}
+	for _, bad := range [][]string{{"-render-cache", "-1"}, {"-render-cache", "64MiB"}} {
+		if _, err := parseConfig(bad, envOf(nil), io.Discard); err == nil {
+			t.Errorf("flags %q: accepted, want an error", bad)
+		}
+	}
+}
+
 // TestTheFileLimitIsRaisedToTheHardLimit lowers this process's soft limit
 // and has raiseFileLimit put it back at the hard limit.
 func TestTheFileLimitIsRaisedToTheHardLimit(t *testing.T) {

@@ -69,6 +69,10 @@ type Config struct {
 	// (default DefaultBodyBudget); a body that would go past it is 503
 	// with Retry-After.
 	BodyBudget int64
+	// RenderCacheMiB is the most memory, in MiB, that drawn fragments (the
+	// List's rows) kept for reuse take (0: DefaultRenderCache; negative:
+	// none kept, every fragment drawn every time).
+	RenderCacheMiB int
 }
 
 func httpFS(f fs.FS) http.FileSystem { return http.FS(f) }
@@ -110,7 +114,14 @@ func New(cfg Config) (*fiber.App, error) {
 	for k, f := range funcs {
 		fm[k] = f
 	}
-	engine, err := newViews(cfg.Files, fm, []string{layoutPage, layoutBare})
+	cacheMiB := cfg.RenderCacheMiB
+	switch {
+	case cacheMiB == 0:
+		cacheMiB = DefaultRenderCache
+	case cacheMiB < 0:
+		cacheMiB = 0
+	}
+	engine, err := newViews(cfg.Files, fm, []string{layoutPage, layoutBare}, cacheMiB)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +184,7 @@ func New(cfg Config) (*fiber.App, error) {
 	h.sessionRoutes(app)
 
 	live := newStreams(cfg.MaxStreams, cfg.EventHeartbeat, h.limits, h.proxies, h.log)
-	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies); err != nil {
+	if err := cfg.Metrics.registerApp(func() int { return len(live.slots) }, cfg.Store, h.bodies, engine.drawn); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	for _, r := range resources {

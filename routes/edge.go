@@ -1490,9 +1490,24 @@ func (m *Metrics) RegisterEmbedded(stats func() embedded.Stats) error {
 // registerApp shows what the application itself holds: its open live
 // streams, whether the store is ready (what /readyz answers), whether it
 // is recovering from Redis forgetting writes, and the request bodies held.
-func (m *Metrics) registerApp(streamsOpen func() int, st store.Service, bodies *bodyBudget) error {
+func (m *Metrics) registerApp(streamsOpen func() int, st store.Service, bodies *bodyBudget, drawn *fragments) error {
 	if m == nil {
 		return nil
+	}
+	if drawn != nil {
+		if err := m.Register(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "render_cache_hits_total",
+				Help: "Fragments (List rows) copied from the render cache instead of drawn."},
+				func() float64 { return float64(drawn.hits.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "render_cache_misses_total",
+				Help: "Fragments (List rows) drawn because the render cache did not hold them."},
+				func() float64 { return float64(drawn.misses.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "render_cache_bytes",
+				Help: "Bytes the render cache holds now, keys and fragments counted (at most -render-cache MiB)."},
+				func() float64 { return float64(drawn.cache.WeightedSize()) }),
+		); err != nil {
+			return err
+		}
 	}
 	return m.Register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "request_body_bytes_held",

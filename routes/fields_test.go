@@ -93,7 +93,7 @@ func TestJSONWrongTypeNamesTheField(t *testing.T) {
 // typing where the store would refuse (its maxlength is the store's
 // limit), and the item rows' table says how many rows app.js may add.
 func TestFormControlsTakeTheStoreLimits(t *testing.T) {
-	v, err := newViews(os.DirFS(".."), TemplateFuncs(), []string{layoutBare})
+	v, err := newViews(os.DirFS(".."), TemplateFuncs(), []string{layoutBare}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

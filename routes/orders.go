@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"strconv"
 	"strings"
 
@@ -464,6 +465,25 @@ func (v *view) OrderRow() *orderRow {
 		return nil
 	}
 	return newOrderRow(v.R, v.whoOrNone(), o, nil)
+}
+
+// DrawnOrderRows are the rows of the orders' List page the view shows,
+// drawn: each from the render cache when a row with the same values was
+// drawn before (partials/orders/row reads nothing but its orderRow, every
+// value of which is in the key).
+func (v *view) DrawnOrderRows() ([]template.HTML, error) {
+	rows := v.OrderRows()
+	out := make([]template.HTML, len(rows))
+	var key []byte
+	for i, r := range rows {
+		key = fmt.Appendf(key[:0], "%v", *r.orderRow)
+		h, err := v.views.draw(v.R.Partial("row"), key, r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
 }
 
 // OrderRows are the rows of the orders' List page the view shows, each

@@ -7,16 +7,19 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"math"
 	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/template/html/v2"
+	"github.com/maypok86/otter/v2"
 
 	"orders/store"
 )
@@ -289,6 +292,7 @@ func (out *response) view(c *fiber.Ctx, res *resource) *view {
 		v = &view{}
 	}
 	v.who = personOf(c)
+	v.views, _ = c.App().Config().Views.(*views)
 	if v.R == nil {
 		v.R = res
 	}
@@ -342,6 +346,8 @@ type view struct {
 	// orderRow is the List row of Record, when the List worked it out
 	// (OrderRows).
 	orderRow *orderRow
+	// views draws the fragments a page keeps drawn (DrawnOrderRows).
+	views *views
 }
 
 // DocTitle is the document title: "<Title> · Orders", or the site name alone.
@@ -646,13 +652,87 @@ func decodeFlash(s string) *notice {
 // {{embed}} replaced by {{template "<partial>" .}}. A render is then one
 // lookup and one Execute of a set that never changes after start, which
 // html/template runs concurrently.
+//
+// Fragments drawn once are kept (drawn): a List row is drawn the first
+// time its values are shown and copied from the cache after that.
 type views struct {
-	set *template.Template
+	set   *template.Template
+	drawn *fragments
+}
+
+// DefaultRenderCache is the memory, in MiB, the drawn fragments take at
+// most unless Config.RenderCacheMiB says otherwise.
+const DefaultRenderCache = 64
+
+// fragments are drawn fragments, each under the name of its template and
+// every value it shows: a changed record shows other values (its version
+// among them), so its fragment is drawn again under another key, and a
+// fragment from the cache is the one its template would draw now. Old
+// ones leave as the cache fills: it holds at most its budget of bytes
+// (keys and fragments counted), the least used going first.
+type fragments struct {
+	cache        *otter.Cache[string, template.HTML]
+	hits, misses atomic.Uint64
+}
+
+// newFragments returns a cache of at most mib MiB of fragments; nil (no
+// cache: every fragment drawn every time) when mib is 0.
+func newFragments(mib int) (*fragments, error) {
+	if mib == 0 {
+		return nil, nil
+	}
+	c, err := otter.New(&otter.Options[string, template.HTML]{
+		MaximumWeight: uint64(mib) << 20,
+		Weigher: func(k string, v template.HTML) uint32 {
+			return uint32(min(len(k)+len(v)+fragmentOverhead, math.MaxUint32))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &fragments{cache: c}, nil
+}
+
+// fragmentOverhead is what an entry of the cache costs besides its key's
+// and fragment's bytes: the two string headers and the cache's node.
+const fragmentOverhead = 96
+
+// draw is template name drawn with data, from the cache when it was drawn
+// before with the same values: key must name every value the template
+// reads from data.
+func (v *views) draw(name string, key []byte, data any) (template.HTML, error) {
+	f := v.drawn
+	k := ""
+	if f != nil {
+		k = name + "\x00" + string(key)
+		if h, ok := f.cache.GetIfPresent(k); ok {
+			f.hits.Add(1)
+			return h, nil
+		}
+		f.misses.Add(1)
+	}
+	t := v.set.Lookup(name)
+	if t == nil {
+		return "", fmt.Errorf("render: template %s does not exist", name)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", err
+	}
+	h := template.HTML(b.String())
+	if f != nil {
+		f.cache.Set(k, h)
+	}
+	return h, nil
 }
 
 // newViews loads every template of fsys through the html engine (funcs are
 // registered before parsing) and builds the layout pairs.
-func newViews(fsys fs.FS, funcs template.FuncMap, layouts []string) (*views, error) {
+func newViews(fsys fs.FS, funcs template.FuncMap, layouts []string, cacheMiB int) (*views, error) {
+	drawn, err := newFragments(cacheMiB)
+	if err != nil {
+		return nil, err
+	}
 	engine := html.NewFileSystem(httpFS(fsys), ".html")
 	engine.AddFuncMap(funcs)
 	// A template that fails to parse is otherwise only logged, and every
@@ -685,7 +765,7 @@ func newViews(fsys fs.FS, funcs template.FuncMap, layouts []string) (*views, err
 			}
 		}
 	}
-	return &views{set: set}, nil
+	return &views{set: set, drawn: drawn}, nil
 }
 
 // Load is done by newViews.
