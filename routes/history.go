@@ -6,6 +6,7 @@ package routes
 
 import (
 	"fmt"
+	"html/template"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,13 @@ func (h *historyView) Head() string {
 		return "0"
 	}
 	return h.Entries[0].Cursor
+}
+
+// DrawnHistory is the view's history entries (partials/history_entries)
+// drawn, or from the render cache: kept under every value they show.
+func (v *view) DrawnHistory() (template.HTML, error) {
+	h := v.History
+	return v.views.draw("partials/history_entries", fmt.Appendf(nil, "%s\x00%v\x00%v", h.R.Name, h.Older, h.Entries), h)
 }
 
 // Path is the history's URL.

@@ -467,6 +467,55 @@ func (v *view) OrderRow() *orderRow {
 	return newOrderRow(v.R, v.whoOrNone(), o, nil)
 }
 
+// orderBody is what the body of an order's page shows
+// (partials/orders/show_body): the order, and what the person may do.
+type orderBody struct {
+	R   *resource
+	Can can
+	O   *store.Order
+}
+
+// DrawnOrderBody is the body of the order's page the view shows, drawn
+// or from the render cache: kept under the rights and every value of the
+// order.
+func (v *view) DrawnOrderBody() (template.HTML, error) {
+	o, ok := v.Record.(*store.Order)
+	if !ok {
+		return "", fmt.Errorf("the order's page shows a %T", v.Record)
+	}
+	b := orderBody{R: v.R, Can: v.Can(), O: o}
+	return v.views.draw(v.R.Partial("show_body"), fmt.Appendf(nil, "%v\x00%v", b.Can, *o), &b)
+}
+
+// inquiryEntry is what one order of the Inquiry shows
+// (partials/orders/inquiry_entry).
+type inquiryEntry struct {
+	R *resource
+	O *store.Order
+}
+
+// DrawnInquiryEntries are the orders of the Inquiry the view shows, each
+// drawn or from the render cache: kept under every value of the order.
+func (v *view) DrawnInquiryEntries() ([]template.HTML, error) {
+	if v.List == nil {
+		return nil, nil
+	}
+	orders, _ := v.List.Rows().([]store.Order)
+	out := make([]template.HTML, len(orders))
+	name := v.R.Partial("inquiry_entry")
+	var key []byte
+	for i := range orders {
+		e := inquiryEntry{R: v.R, O: &orders[i]}
+		key = fmt.Appendf(key[:0], "%v", orders[i])
+		h, err := v.views.draw(name, key, &e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
 // DrawnOrderRows are the rows of the orders' List page the view shows,
 // drawn: each from the render cache when a row with the same values was
 // drawn before (partials/orders/row reads nothing but its orderRow, every

@@ -14,22 +14,33 @@ import (
 	"orders/testutil"
 )
 
-// tbodyRE is the rows of a List page.
-var tbodyRE = regexp.MustCompile(`(?s)<tbody[^>]*>.*?</tbody>`)
+// The parts of the pages drawn from the render cache: the List's rows,
+// the Inquiry's orders, an order's page (its body and timeline).
+var (
+	tbodyRE   = regexp.MustCompile(`(?s)<tbody[^>]*>.*?</tbody>`)
+	inquiryRE = regexp.MustCompile(`(?s)<article class="inquiry-order".*</article>`)
+	orderRE   = regexp.MustCompile(`(?s)<article id="order".*?</article>`)
+)
 
 // listRows is the rows of the orders' List as app a draws them for h.
 func listRows(t *testing.T, a *testApp, h testutil.H) string {
 	t.Helper()
-	body := a.get(t, "/orders?sort=-created", h).WantStatus(t, http.StatusOK).Body
-	return tbodyRE.FindString(body)
+	return drawnPart(t, a, "/orders?sort=-created", h, tbodyRE)
+}
+
+// drawnPart is the part of target's answer to h that re matches.
+func drawnPart(t *testing.T, a *testApp, target string, h testutil.H, re *regexp.Regexp) string {
+	t.Helper()
+	return re.FindString(a.get(t, target, h).WantStatus(t, http.StatusOK).Body)
 }
 
 // TestListRowsAfterEveryWriteMatchTheirUncachedDrawing: two instances
-// that keep drawn rows (a and b, each its own Redis client) and one that
-// draws every row every time (fresh) serve the same orders. After each
-// kind of write, through either instance, the List's rows of a and b are
-// byte for byte those fresh draws: no row is shown as it was before the
-// write, on the instance that wrote or the other.
+// that keep drawn fragments (a and b, each its own Redis client) and one
+// that draws every fragment every time (fresh) serve the same orders.
+// After each kind of write, through either instance, the List's rows, the
+// Inquiry's orders and each order's page (its body and timeline) on a
+// and b are byte for byte those fresh draws: nothing is shown as it was
+// before the write, on the instance that wrote or the other.
 func TestListRowsAfterEveryWriteMatchTheirUncachedDrawing(t *testing.T) {
 	for _, tg := range testutil.Targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -43,16 +54,29 @@ func TestListRowsAfterEveryWriteMatchTheirUncachedDrawing(t *testing.T) {
 				ids = append(ids, a.create(t, map[string]any{"customer": name, "email": fmt.Sprintf("p%d@example.com", i),
 					"items": []any{item("Mug", i+1, "1.50")}}).ID)
 			}
+			type part struct {
+				target string
+				h      testutil.H
+				re     *regexp.Regexp
+			}
 			same := func(step string) {
 				t.Helper()
-				for _, h := range []testutil.H{testutil.HPage, testutil.HXTo("div#" + orderResource.ResultsID())} {
-					want := listRows(t, fresh, h)
-					if want == "" {
-						t.Fatalf("%s: the uncached List has no rows", step)
+				parts := []part{
+					{"/orders?sort=-created", testutil.HPage, tbodyRE},
+					{"/orders?sort=-created", testutil.HXTo("div#" + orderResource.ResultsID()), tbodyRE},
+					{"/orders/inquiry?sort=-created", testutil.HPage, inquiryRE},
+				}
+				for _, id := range ids {
+					parts = append(parts, part{path(id), testutil.HPage, orderRE})
+				}
+				for _, p := range parts {
+					want := drawnPart(t, fresh, p.target, p.h, p.re)
+					if want == "" && p.re != orderRE {
+						t.Fatalf("%s: the uncached %s shows nothing", step, p.target)
 					}
 					for _, app := range []*testApp{a, b, a, b} {
-						if got := listRows(t, app, h); got != want {
-							t.Fatalf("%s: instance %s shows rows other than drawn afresh:\n got %s\nwant %s", step, app.target,
+						if got := drawnPart(t, app, p.target, p.h, p.re); got != want {
+							t.Fatalf("%s: instance %s shows %s other than drawn afresh:\n got %s\nwant %s", step, app.target, p.target,
 								testutil.Snippet(got), testutil.Snippet(want))
 						}
 					}
@@ -68,9 +92,11 @@ func TestListRowsAfterEveryWriteMatchTheirUncachedDrawing(t *testing.T) {
 			a.do(t, http.MethodPost, orderResource.HistoryPath(ids[2]), testutil.JSON(map[string]any{"note": "called"}), testutil.HJSON).
 				WantStatus(t, http.StatusCreated)
 			same("a note on a")
-			b.do(t, http.MethodDelete, path(ids[1]), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNoContent)
+			deleted := ids[1]
+			b.do(t, http.MethodDelete, path(deleted), testutil.NoBody, testutil.HJSON).WantStatus(t, http.StatusNoContent)
+			ids = []int64{ids[0], ids[2]}
 			same("a delete on b")
-			if rows := listRows(t, a, testutil.HPage); strings.Contains(rows, rowID(ids[1])) {
+			if rows := listRows(t, a, testutil.HPage); strings.Contains(rows, rowID(deleted)) {
 				t.Errorf("instance a still lists the order b deleted")
 			}
 			if rows := listRows(t, a, testutil.HPage); !strings.Contains(rows, "Grace B. Hopper") || !strings.Contains(rows, `data-live-version="2"`) {
