@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"orders/store"
+	"orders/testutil"
 )
 
 // nuStates keeps documents as the browser holds them (after script, in a
@@ -28,6 +29,9 @@ type nuStates struct {
 
 func newNuStates(t *testing.T) *nuStates {
 	t.Helper()
+	// Its tests drive a browser for many seconds: long ones, whether or
+	// not the checker is installed.
+	testutil.Long(t)
 	java, jar := vnuJar(t)
 	return &nuStates{docs: &htmlDocs{t: t, dir: t.TempDir(), src: map[string]string{}}, java: java, jar: jar}
 }
