@@ -35,12 +35,13 @@ type axeViolation struct {
 	} `json:"nodes"`
 }
 
-// settled waits until no htmx request, swap or settle is under way and no
+// settled waits until no htmx request, swap or settle is under way (with
+// JavaScript off: until the page is loaded) and no
 // transition runs (they fade elements, which would skew the contrast axe
 // measures).
 func (e *env) settled(t *testing.T) {
 	t.Helper()
-	const js = `document.readyState === "complete" && !!window.htmx &&
+	const js = `document.readyState === "complete" && (!!window.htmx || !document.documentElement.classList.contains("js")) &&
 	  !document.querySelector(".htmx-request, .htmx-swapping, .htmx-settling, .htmx-added") &&
 	  document.getAnimations().every(a => a.playState !== "running")`
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)

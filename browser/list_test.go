@@ -360,7 +360,9 @@ func TestListDateFilter(t *testing.T) {
 		t.Run(map[bool]string{true: "javascript", false: "no javascript"}[js], func(t *testing.T) {
 			e, clk := startList(t, js)
 			orders := seedList(t, e, clk, 10) // 2025-01-01 … 2025-01-10
-			e.do(t, "open the list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css("#from")))
+			// The dates are folded while empty; their summary opens them.
+			e.do(t, "open the list", chromedp.Navigate(e.base+"/orders"), chromedp.WaitVisible(css("details.dates-fold > summary")),
+				chromedp.Click(css("details.dates-fold > summary")), chromedp.WaitVisible(css("#from")))
 			if got := e.attr(t, "#from", "type"); got != "date" {
 				t.Errorf("the from field is type %q, want date", got)
 			}

@@ -71,8 +71,18 @@ type fieldView struct {
 	// and the browser's autocomplete is left alone.
 	Compact  bool
 	Readonly bool
+	// Autofocus gives the control the focus when its page loads: the
+	// first field of a New form that has no errors (a form with errors
+	// sends the focus to the first of them instead).
+	Autofocus bool
 	// Options are a select's choices.
 	Options []option
+}
+
+// FocusedIf is v with the focus on page load when on is true.
+func (v fieldView) FocusedIf(on bool) fieldView {
+	v.Autofocus = on
+	return v
 }
 
 // option is one choice of a select.

@@ -201,9 +201,17 @@
     returnFocus = document.activeElement;
     d.showModal();
   }
+  // The header's hint opens the same dialog (without JavaScript it unfolds).
+  on("click", (e) => { if (closest(e, ".shortcuts-hint > summary")) { e.preventDefault(); showShortcuts(); } });
   const typing = (el) => !!el && el !== document.body && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   on("keydown", (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+    // Down from the search box goes to the first row, where j and k go on.
+    if (e.key === "ArrowDown" && e.target.id === "q" && listRows().length) {
+      $$("[data-results] .is-current").forEach((r) => r.classList.remove("is-current"));
+      e.preventDefault();
+      return moveRow(1);
+    }
     if (typing(e.target) || typing(document.activeElement) || $("dialog[open]")) return;
     const q = $("#q"), create = $("a[data-shortcut='n']"), rows = listRows().length;
     const act = { "/": q && (() => { q.focus(); q.select(); }), n: create && (() => window.location.assign(create.getAttribute("href"))),
