@@ -348,6 +348,35 @@ type view struct {
 	orderRow *orderRow
 	// views draws the fragments a page keeps drawn (DrawnOrderRows).
 	views *views
+	// frame is what the layout shows around the page (DrawnFrame).
+	frame *frame
+}
+
+// frame is what the layout shows around a page's part that follows only
+// the page's place and its person (partials/frame_top: the head, the
+// navigation, who is signed in, the open desk's banner; and
+// partials/shortcuts): drawn once for each such set of values and kept.
+type frame struct {
+	Title, Description, Nav   string
+	NavEntries                []navEntry
+	Can                       can
+	MeName, MePage            string
+	OpenDesk                  bool
+	SessionPath, AccountsPath string
+}
+
+// DrawnFrame is part of the layout (a template that reads nothing but a
+// frame) drawn for the view, or from the render cache.
+func (v *view) DrawnFrame(part string) (template.HTML, error) {
+	if v.frame == nil {
+		f := &frame{Title: v.Title, Description: v.Description(), Nav: v.Nav, NavEntries: v.NavEntries(), Can: v.Can(),
+			OpenDesk: v.OpenDesk(), SessionPath: v.SessionPath(), AccountsPath: v.AccountsPath()}
+		if me := v.Me(); me != nil {
+			f.MeName, f.MePage = me.DisplayName(), me.Page()
+		}
+		v.frame = f
+	}
+	return v.views.draw(part, fmt.Appendf(nil, "%v", *v.frame), v.frame)
 }
 
 // DocTitle is the document title: "<Title> · Orders", or the site name alone.

@@ -120,12 +120,13 @@ func TestTheRenderCacheCountsOnMetrics(t *testing.T) {
 	first := figures()
 	a.get(t, "/orders", testutil.HPage).WantStatus(t, http.StatusOK)
 	second := figures()
-	if got := first["orders_render_cache_misses_total"]; got != 3 {
-		t.Errorf("the first List drew %v rows, want 3", got)
+	// Three rows, and the layout's two parts around them (the frame).
+	if got := first["orders_render_cache_misses_total"]; got != 5 {
+		t.Errorf("the first List drew %v fragments, want 5", got)
 	}
 	if hits, misses := second["orders_render_cache_hits_total"]-first["orders_render_cache_hits_total"],
-		second["orders_render_cache_misses_total"]-first["orders_render_cache_misses_total"]; hits != 3 || misses != 0 {
-		t.Errorf("the second List: %v rows from the cache and %v drawn, want 3 and 0", hits, misses)
+		second["orders_render_cache_misses_total"]-first["orders_render_cache_misses_total"]; hits != 5 || misses != 0 {
+		t.Errorf("the second List: %v fragments from the cache and %v drawn, want 5 and 0", hits, misses)
 	}
 	if second["orders_render_cache_bytes"] <= 0 {
 		t.Errorf("render_cache_bytes is %v with rows kept", second["orders_render_cache_bytes"])
