@@ -37,6 +37,8 @@ type historyView struct {
 	// (the field cleared after a note, or its message after a 422). htmx
 	// focuses an autofocus field it swaps in; a page load does too.
 	Focus bool
+	// zoned writes the entries' times in the person's zone.
+	zoned
 }
 
 // Head names the newest entry ("0": none): a page that shows the

@@ -16,7 +16,8 @@ import (
 	"orders/store"
 )
 
-// dateLayout is how from and to are written: a calendar date, UTC.
+// dateLayout is how from and to are written: a calendar date, in the
+// person's zone (zoneOf).
 const dateLayout = "2006-01-02"
 
 // listing is what a resource's List knows besides its rows: its sorts,
@@ -142,11 +143,13 @@ func parseQuery(c *fiber.Ctx) (store.OrderQuery, error) {
 		if s == "" {
 			return time.Time{}, nil
 		}
-		t, err := time.Parse(dateLayout, s)
+		// The day starts at the person's midnight: the store reads the
+		// date in the location it carries.
+		t, err := time.ParseInLocation(dateLayout, s, zoneOf(c))
 		if err != nil {
 			return t, badRequest("%s must be a date written YYYY-MM-DD, like 2025-01-31", name)
 		}
-		return t.UTC(), nil
+		return t, nil
 	}
 	var err error
 	if q.From, err = date("from"); err != nil {

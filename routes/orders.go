@@ -434,14 +434,17 @@ type orderRow struct {
 	StatusTitle     string
 	ItemCount       int
 	Total, Currency string
-	Updated, UpdISO string
+	// Created and Updated are written in the person's zone; the ISO
+	// forms are the <time datetime> values, in UTC.
+	Created, CreatedISO string
+	Updated, UpdISO     string
 	Update, Delete  bool
 }
 
-// newOrderRow is o's row as person p sees it, with the rights p has on
-// it (may: the rights on the collection, when they are the same for
-// every member; nil to ask for this one).
-func newOrderRow(r *resource, p *person, o *store.Order, may *can) *orderRow {
+// newOrderRow is o's row as person p sees it in zone z, with the rights
+// p has on it (may: the rights on the collection, when they are the same
+// for every member; nil to ask for this one).
+func newOrderRow(r *resource, p *person, z zoned, o *store.Order, may *can) *orderRow {
 	if may == nil {
 		c := canOf(r, p, o.ID)
 		may = &c
@@ -450,7 +453,8 @@ func newOrderRow(r *resource, p *person, o *store.Order, may *can) *orderRow {
 	return &orderRow{ID: o.ID, Version: o.Version, RowID: r.RowID(o.ID), Path: path, EditPath: path + "/edit",
 		Customer: o.Customer, Email: o.Email, Status: o.Status, StatusTitle: statusTitle(o.Status),
 		ItemCount: o.ItemCount, Total: o.Total.String(), Currency: o.Currency,
-		Updated: formatDate(o.UpdatedAt), UpdISO: formatISODate(o.UpdatedAt),
+		Created: z.Date(o.CreatedAt), CreatedISO: formatISODate(o.CreatedAt),
+		Updated: z.Date(o.UpdatedAt), UpdISO: formatISODate(o.UpdatedAt),
 		Update: may.Update, Delete: may.Delete}
 }
 
@@ -463,7 +467,7 @@ func (v *view) OrderRow() *orderRow {
 	if !ok {
 		return nil
 	}
-	return newOrderRow(v.R, v.whoOrNone(), o, nil)
+	return newOrderRow(v.R, v.whoOrNone(), v.zoned, o, nil)
 }
 
 // OrderRows are the rows of the orders' List page the view shows, each
@@ -484,7 +488,7 @@ func (v *view) OrderRows() []*view {
 	out := make([]*view, len(orders))
 	for i := range orders {
 		o := &orders[i]
-		out[i] = &view{R: v.R, Record: o, who: v.who, orderRow: newOrderRow(v.R, p, o, may)}
+		out[i] = &view{R: v.R, Record: o, who: v.who, zoned: v.zoned, orderRow: newOrderRow(v.R, p, v.zoned, o, may)}
 	}
 	return out
 }

@@ -218,11 +218,16 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		// the role it was drawn for (the open desk's none), and a tag drawn
 		// for another is no match (a person whose role changed, or who
 		// signs in where the desk was open, gets the page anew).
+		// Its times are written in the person's zone: the tag names the
+		// zone too (none for UTC), and a tag drawn for another is no match.
 		mark := whoMark(personOf(c))
-		if mark != "" {
-			out.ETag = strings.TrimSuffix(out.ETag, `"`) + "-" + mark + `"`
+		for _, m := range []string{mark, zoneMark(zoneOf(c))} {
+			if m != "" {
+				out.ETag = strings.TrimSuffix(out.ETag, `"`) + "-" + m + `"`
+			}
 		}
-		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !tagsDrawnFor(inm, mark) {
+		zmark := zoneMark(zoneOf(c))
+		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !tagsDrawnFor(inm, mark, zmark) {
 			out.NotModified = false
 		}
 	}
@@ -289,6 +294,10 @@ func (out *response) view(c *fiber.Ctx, res *resource) *view {
 		v = &view{}
 	}
 	v.who = personOf(c)
+	v.zoned = zoned{zoneOf(c)}
+	if v.History != nil {
+		v.History.zoned = v.zoned
+	}
 	if v.R == nil {
 		v.R = res
 	}
@@ -342,6 +351,8 @@ type view struct {
 	// orderRow is the List row of Record, when the List worked it out
 	// (OrderRows).
 	orderRow *orderRow
+	// zoned writes the page's times in the person's zone (Date).
+	zoned
 }
 
 // DocTitle is the document title: "<Title> · Orders", or the site name alone.
@@ -358,7 +369,7 @@ func (v *view) DocTitle() string {
 func (v *view) Row(rec any) *view {
 	p := reflect.New(reflect.TypeOf(rec))
 	p.Elem().Set(reflect.ValueOf(rec))
-	return &view{R: v.R, Record: p.Interface(), who: v.who}
+	return &view{R: v.R, Record: p.Interface(), who: v.who, zoned: v.zoned}
 }
 
 // Description is the page's meta description: what the record shows, or
@@ -716,7 +727,6 @@ func TemplateFuncs() template.FuncMap {
 }
 
 var funcs = template.FuncMap{
-	"date":    formatDate,
 	"isodate": formatISODate,
 	"title":   statusTitle,
 	// roleTitle is a role as a label: "Clerk".
@@ -745,9 +755,6 @@ var funcs = template.FuncMap{
 			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
 	},
 }
-
-// formatDate is a time as pages show it: "2025-01-31 14:05", UTC.
-func formatDate(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
 
 // formatISODate is a time as a <time datetime> carries it: RFC 3339, UTC.
 func formatISODate(t time.Time) string { return t.UTC().Format(time.RFC3339) }
