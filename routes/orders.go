@@ -438,7 +438,7 @@ type orderRow struct {
 	// forms are the <time datetime> values, in UTC.
 	Created, CreatedISO string
 	Updated, UpdISO     string
-	Update, Delete  bool
+	Update, Delete      bool
 }
 
 // newOrderRow is o's row as person p sees it in zone z, with the rights
