@@ -85,6 +85,15 @@ func (e entryView) Summary() string {
 	return s
 }
 
+// titled writes a status or role name as its badge does ("Pending"); any
+// other value is left as it is.
+func titled(x any) any {
+	if s, ok := x.(string); ok && s != "" {
+		return statusTitle(store.Status(s))
+	}
+	return x
+}
+
 // newEntryView says entry e in lines: the fields in labels, in order, then
 // the item rows.
 func newEntryView(e store.HistoryEntry, labels []historyLabel) entryView {
@@ -112,6 +121,10 @@ func newEntryView(e store.HistoryEntry, labels []historyLabel) entryView {
 			continue
 		}
 		label := l.label
+		if l.name == "status" || l.name == "role" {
+			// A status or a role reads as its badge does: "Pending".
+			c.From, c.To = titled(c.From), titled(c.To)
+		}
 		if e.Action == store.ActionCreated {
 			// A create sets its values: there is nothing they changed from.
 			v.Lines = append(v.Lines, label+": "+show(c.To))

@@ -407,10 +407,15 @@ func titleSwap(c *fiber.Ctx, res *resource) bool {
 	return c.Get("HX-Target") == ""
 }
 
+// errorView is an error page, in the voice every error page and empty
+// list shares: the title says what happened, Message says it in a
+// sentence, and Todo, then the link to LinkURL, what to do about it.
 type errorView struct {
-	Status    int
-	Message   string
-	RequestID string
+	Status            int
+	Message           string
+	RequestID         string
+	Todo              string
+	LinkURL, LinkText string
 }
 
 func sendJSON(c *fiber.Ctx, status int, data any) error {
@@ -510,17 +515,34 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 	if current != nil {
 		body["current"] = current
 	}
+	ev := &errorView{Status: status, Message: pageSentence(c, msg), RequestID: requestIDOf(c), Todo: errorTodo(status)}
 	out := &response{Status: status, CacheControl: noStore, Partial: partialError, JSON: body,
-		View: &view{Title: errorTitle(status), Error: &errorView{Status: status, Message: msg, RequestID: requestIDOf(c)}}}
+		View: &view{Title: errorTitle(status), Error: ev}}
 	if r == reprFragment {
 		// htmx swaps the error wherever the request aimed (or, for a row's
 		// delete, nowhere): the alert region says it, and replaces any
 		// earlier notice. A page says it once, in its body.
 		out.Notice = errorNotice(sentence(msg))
 	}
-	// The page links back to the list of the resource the path is about.
+	// The page links back to the list of the resource the path is about
+	// (the first resource's when it is about none).
 	out.View.R = resourceOf(c.Path())
+	back := out.View.R
+	if back == nil {
+		back = resources[0]
+	}
+	ev.LinkURL, ev.LinkText = back.Path(), "go back to the "+back.Plural
 	return respond(c, r, nil, out)
+}
+
+// pageSentence is msg as an error page says it: a sentence, with a query
+// parameter it starts with quoted ("“from” must be a date …"), as a name
+// is not a word to capitalise.
+func pageSentence(c *fiber.Ctx, msg string) string {
+	if first, rest, ok := strings.Cut(msg, " "); ok && c.Request().URI().QueryArgs().Has(first) {
+		msg = "“" + first + "” " + rest
+	}
+	return sentence(msg)
 }
 
 // sentence starts msg with a capital letter and ends it with a full stop.
@@ -536,17 +558,63 @@ func sentence(msg string) string {
 	return msg
 }
 
+// errorTitle is an error page's heading: what happened, in a few words.
 func errorTitle(status int) string {
 	switch status {
+	case fiber.StatusBadRequest:
+		return "That request cannot be read"
+	case fiber.StatusUnauthorized:
+		return "Sign in first"
+	case fiber.StatusForbidden:
+		return "Not allowed"
 	case fiber.StatusNotFound:
 		return "Not found"
+	case fiber.StatusMethodNotAllowed:
+		return "Not possible here"
+	case fiber.StatusConflict, fiber.StatusPreconditionFailed:
+		return "Changed meanwhile"
+	case fiber.StatusRequestEntityTooLarge:
+		return "Too large"
+	case fiber.StatusUnprocessableEntity:
+		return "That cannot be done"
+	case fiber.StatusTooManyRequests:
+		return "Too many tries"
 	case fiber.StatusServiceUnavailable:
 		return "Try again shortly"
 	}
 	if status >= 500 {
 		return "Something went wrong"
 	}
-	return "Cannot do that"
+	return "That cannot be done"
+}
+
+// errorTodo is the start of an error page's last line, which ends with a
+// link back to a list: what to do about it.
+func errorTodo(status int) string {
+	switch status {
+	case fiber.StatusBadRequest:
+		return "Correct the address, or"
+	case fiber.StatusUnauthorized:
+		return "Sign in and try again, or"
+	case fiber.StatusForbidden:
+		return "Ask an admin for the role it takes, or"
+	case fiber.StatusNotFound:
+		return "Check the address, or"
+	case fiber.StatusMethodNotAllowed:
+		return "Use the page's own buttons and links, or"
+	case fiber.StatusConflict, fiber.StatusPreconditionFailed:
+		return "Open it again to see the latest, or"
+	case fiber.StatusRequestEntityTooLarge:
+		return "Send less at once, or"
+	case fiber.StatusUnprocessableEntity:
+		return "Open the page again to see what it allows now, or"
+	case fiber.StatusTooManyRequests, fiber.StatusServiceUnavailable:
+		return "Wait a moment and try again, or"
+	}
+	if status >= 500 {
+		return "Try again in a moment, or"
+	}
+	return "Open the page again, or"
 }
 
 // Notice kinds: success, warning and error. Each looks different (an icon
