@@ -329,8 +329,8 @@ func (e *env) wantForbiddenPage(t *testing.T, what, msg, back string) {
 	if status := e.loadStatus(t); status != http.StatusForbidden {
 		t.Errorf("%s: the page answered %d, want 403", what, status)
 	}
-	if got := e.text(t, "main h1"); got != "Cannot do that" {
-		t.Errorf("%s: the heading says %q, want Cannot do that", what, got)
+	if got := e.text(t, "main h1"); got != "Not allowed" {
+		t.Errorf("%s: the heading says %q, want Not allowed", what, got)
 	}
 	if got := strings.Join(strings.Fields(e.text(t, "main")), " "); !strings.Contains(strings.ToLower(got), msg) {
 		t.Errorf("%s: the page says %q, want %q", what, got, msg)
