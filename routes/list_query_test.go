@@ -57,9 +57,7 @@ func TestListQueryErrors(t *testing.T) {
 				if !strings.Contains(e.Error, c.msg) {
 					t.Errorf("GET %s: got error %q, want it to say %q", target, e.Error, c.msg)
 				}
-				// The page quotes the parameter's name at the start of its sentence.
-				name, rest, _ := strings.Cut(c.msg, " ")
-				a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, html.EscapeString("“"+name+"” "+rest))
+				a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, html.EscapeString(quotedFirst(c.msg)))
 				a.get(t, target, testutil.HXTo("div#order-results")).WantStatus(t, http.StatusBadRequest).WantFragment(t, "error")
 			}
 		}

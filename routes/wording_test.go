@@ -37,6 +37,21 @@ func wantErrorVoice(t *testing.T, r *testutil.Resp, title, says string) {
 	}
 }
 
+// capitalized is msg as an error page starts it: its first letter a capital.
+func capitalized(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:]
+}
+
+// quotedFirst is a message that starts with a query parameter's name as an
+// error page writes it: the name in quotes ("“active” must be …").
+func quotedFirst(msg string) string {
+	name, rest, _ := strings.Cut(msg, " ")
+	return "“" + name + "” " + rest
+}
+
 func unescape(s string) string {
 	return strings.NewReplacer("&#34;", `"`, "&quot;", `"`, "&#39;", "'", "&amp;", "&").Replace(s)
 }
