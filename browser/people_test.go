@@ -408,7 +408,7 @@ func TestForbiddenSaysWhatItTakes(t *testing.T) {
 				e.do(t, "Edit on the stale product page", chromedp.Click(css("#product "+productEdit)))
 				changeTakes := "you may not change products: that takes the manager role, and yours is clerk"
 				e.waitText(t, "#notice-alert", sentenceOf(changeTakes))
-				e.waitText(t, "main", changeTakes)
+				e.waitText(t, "main", sentenceOf(changeTakes))
 				e.none(t, "the stale product page's Edit", "main form")
 				if p, _ := storedProduct(t, e.store, c.mug.ID); p.Version != c.mug.Version {
 					t.Errorf("the product is at version %d after a refused Edit, want %d", p.Version, c.mug.Version)
