@@ -201,7 +201,7 @@ func TestNoteWithJavaScript(t *testing.T) {
 	// page shows its entry at the top.
 	e.do(t, "confirm from the page", chromedp.Click(css(".transitions button")))
 	e.waitText(t, "#order h1", "Confirmed")
-	e.waitText(t, "#order-history li.entry", "Status: pending → confirmed")
+	e.waitText(t, "#order-history li.entry", "Status: Pending → Confirmed")
 
 	// A product's page, the same form.
 	p, err := e.store.CreateProduct(context.Background(), store.ProductInput{SKU: strp("NB-7"), Name: strp("Notebook"), UnitPrice: strp("3.00")})

@@ -329,8 +329,8 @@ func (e *env) wantForbiddenPage(t *testing.T, what, msg, back string) {
 	if status := e.loadStatus(t); status != http.StatusForbidden {
 		t.Errorf("%s: the page answered %d, want 403", what, status)
 	}
-	if got := e.text(t, "main h1"); got != "Cannot do that" {
-		t.Errorf("%s: the heading says %q, want Cannot do that", what, got)
+	if got := e.text(t, "main h1"); got != "Not allowed" {
+		t.Errorf("%s: the heading says %q, want Not allowed", what, got)
 	}
 	if got := strings.Join(strings.Fields(e.text(t, "main")), " "); !strings.Contains(strings.ToLower(got), msg) {
 		t.Errorf("%s: the page says %q, want %q", what, got, msg)
@@ -408,7 +408,7 @@ func TestForbiddenSaysWhatItTakes(t *testing.T) {
 				e.do(t, "Edit on the stale product page", chromedp.Click(css("#product "+productEdit)))
 				changeTakes := "you may not change products: that takes the manager role, and yours is clerk"
 				e.waitText(t, "#notice-alert", sentenceOf(changeTakes))
-				e.waitText(t, "main", changeTakes)
+				e.waitText(t, "main", sentenceOf(changeTakes))
 				e.none(t, "the stale product page's Edit", "main form")
 				if p, _ := storedProduct(t, e.store, c.mug.ID); p.Version != c.mug.Version {
 					t.Errorf("the product is at version %d after a refused Edit, want %d", p.Version, c.mug.Version)

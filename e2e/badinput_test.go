@@ -613,7 +613,10 @@ func checkMessage(t *testing.T, what string, r *testutil.Resp, wantJSON bool, ms
 		if !shown {
 			t.Errorf("%s: got %d, but the HTML shows no message (no error section, field error or notice): %s", what, r.Status, testutil.Snippet(r.Body))
 		}
-		body = html.UnescapeString(body)
+		// A page writes the message as a sentence: a capital first, and a
+		// query parameter it starts with in quotes ("“page” must be …").
+		body = strings.NewReplacer("“", "", "”", "").Replace(strings.ToLower(html.UnescapeString(body)))
+		msg = strings.ToLower(msg)
 	}
 	if msg != "" && !strings.Contains(body, msg) {
 		t.Errorf("%s: got %d with message %s, want it to mention %q", what, r.Status, testutil.Snippet(body), msg)

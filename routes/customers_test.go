@@ -427,7 +427,7 @@ func TestCustomerPageShowsItsOrdersAPageAtATime(t *testing.T) {
 				t.Errorf("%s: error %q, want it to say orders_page must be a whole number", r.What, msg)
 			}
 			a.get(t, member+"?orders_page="+bad, testutil.HPage).WantStatus(t, http.StatusBadRequest).
-				WantContains(t, "orders_page must be a whole number")
+				WantContains(t, "“orders_page” must be a whole number")
 		}
 	})
 }

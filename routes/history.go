@@ -38,6 +38,8 @@ type historyView struct {
 	// (the field cleared after a note, or its message after a 422). htmx
 	// focuses an autofocus field it swaps in; a page load does too.
 	Focus bool
+	// zoned writes the entries' times in the person's zone.
+	zoned
 }
 
 // Head names the newest entry ("0": none): a page that shows the
@@ -53,7 +55,7 @@ func (h *historyView) Head() string {
 // drawn, or from the render cache: kept under every value they show.
 func (v *view) DrawnHistory() (template.HTML, error) {
 	h := v.History
-	return v.views.draw("partials/history_entries", fmt.Appendf(nil, "%s\x00%v\x00%v", h.R.Name, h.Older, h.Entries), h)
+	return v.views.draw("partials/history_entries", fmt.Appendf(nil, "%s\x00%s\x00%v\x00%v", h.ZoneName(), h.R.Name, h.Older, h.Entries), h)
 }
 
 // Path is the history's URL.
@@ -91,6 +93,15 @@ func (e entryView) Summary() string {
 	return s
 }
 
+// titled writes a status or role name as its badge does ("Pending"); any
+// other value is left as it is.
+func titled(x any) any {
+	if s, ok := x.(string); ok && s != "" {
+		return statusTitle(store.Status(s))
+	}
+	return x
+}
+
 // newEntryView says entry e in lines: the fields in labels, in order, then
 // the item rows.
 func newEntryView(e store.HistoryEntry, labels []historyLabel) entryView {
@@ -118,6 +129,10 @@ func newEntryView(e store.HistoryEntry, labels []historyLabel) entryView {
 			continue
 		}
 		label := l.label
+		if l.name == "status" || l.name == "role" {
+			// A status or a role reads as its badge does: "Pending".
+			c.From, c.To = titled(c.From), titled(c.To)
+		}
 		if e.Action == store.ActionCreated {
 			// A create sets its values: there is nothing they changed from.
 			v.Lines = append(v.Lines, label+": "+show(c.To))

@@ -174,9 +174,9 @@ func (s *suiteResource) sessionLines(actor string) []string {
 	switch s.R.Plural {
 	case "orders":
 		return []string{"Deleted by anonymous through the API · version 4", "Called Ada: she wants it by Friday.",
-			"Status: pending → confirmed", "Added 1 × Gear at 9.99", "Removed 1 × Tape (TP-1) at 3.00",
+			"Status: Pending → Confirmed", "Added 1 × Gear at 9.99", "Removed 1 × Tape (TP-1) at 3.00",
 			"Changed 2 × Widget at 1.50 to 3 × Widget at 1.50", "Customer: Ada → Ada Lovelace",
-			"Created by anonymous through the API · version 1", "Status: pending Customer: Ada Email: ada@example.com Currency: USD",
+			"Created by anonymous through the API · version 1", "Status: Pending Customer: Ada Email: ada@example.com Currency: USD",
 			"Added 2 × Widget at 1.50 Added 1 × Tape (TP-1) at 3.00"}
 	case "products":
 		return []string{"Deleted by anonymous through the API · version 3", "Supplier raised the price.",
@@ -265,9 +265,9 @@ var noteAdders = map[string]func(*redisstore.Store, context.Context, int64, stri
 // session, newest first.
 var sessionPages = map[string][]string{
 	"orders": {"Deleted by anonymous through the API · version 4", "Called Ada: she wants it by Friday.",
-		"Status: pending → confirmed", "Added 1 × Gear at 9.99", "Removed 1 × Tape (TP-1) at 3.00",
+		"Status: Pending → Confirmed", "Added 1 × Gear at 9.99", "Removed 1 × Tape (TP-1) at 3.00",
 		"Changed 2 × Widget at 1.50 to 3 × Widget at 1.50", "Customer: Ada → Ada Lovelace",
-		"Created by anonymous through the API · version 1", "Status: pending Customer: Ada Email: ada@example.com Currency: USD",
+		"Created by anonymous through the API · version 1", "Status: Pending Customer: Ada Email: ada@example.com Currency: USD",
 		"Added 2 × Widget at 1.50 Added 1 × Tape (TP-1) at 3.00"},
 	"products": {"Deleted by anonymous through the API · version 3", "Supplier raised the price.",
 		"Unit price: 19.99 → 21.00 Active: yes → no", "Name: Tee → Tee shirt",
@@ -823,7 +823,7 @@ func TestTimelineAfterWrites(t *testing.T) {
 		if s.R == orderResource {
 			r = a.do(t, http.MethodPost, s.R.MemberPath(id), testutil.Form("_method", "PUT", "status", "confirmed", "version", "2"), main).WantStatus(t, http.StatusOK)
 			wantTimeline(t, r, s, "Changed by "+a.actor()+" on the web · version 3")
-			r.WantContains(t, "Status: pending → confirmed")
+			r.WantContains(t, "Status: Pending → Confirmed")
 		}
 		wantTimeline(t, a.get(t, s.R.MemberPath(id), testutil.HPage).WantStatus(t, http.StatusOK), s, "Changed by "+a.actor()+" on the web")
 		wantTimeline(t, a.get(t, s.R.MemberPath(id), main).WantStatus(t, http.StatusOK), s, "Changed by "+a.actor()+" on the web")

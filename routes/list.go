@@ -16,7 +16,8 @@ import (
 	"orders/store"
 )
 
-// dateLayout is how from and to are written: a calendar date, UTC.
+// dateLayout is how from and to are written: a calendar date, in the
+// person's zone (zoneOf).
 const dateLayout = "2006-01-02"
 
 // listing is what a resource's List knows besides its rows: its sorts,
@@ -40,7 +41,7 @@ type listing struct {
 	Params []string
 	// Describe says the filters in words (params has only those given):
 	// the page title's parts ("shipped", "created from 2025-01-01") and
-	// what the empty results add after "No orders" (" with status
+	// what an empty list's heading adds after "No orders" (" with status
 	// shipped").
 	Describe func(params map[string]string) (title []string, empty string)
 }
@@ -142,11 +143,13 @@ func parseQuery(c *fiber.Ctx) (store.OrderQuery, error) {
 		if s == "" {
 			return time.Time{}, nil
 		}
-		t, err := time.Parse(dateLayout, s)
+		// The day starts at the person's midnight: the store reads the
+		// date in the location it carries.
+		t, err := time.ParseInLocation(dateLayout, s, zoneOf(c))
 		if err != nil {
 			return t, badRequest("%s must be a date written YYYY-MM-DD, like 2025-01-31", name)
 		}
-		return t.UTC(), nil
+		return t, nil
 	}
 	var err error
 	if q.From, err = date("from"); err != nil {
@@ -335,25 +338,33 @@ func (l *listView) SearchHint() string { return l.listing.SearchHint }
 // QueryMax is the longest search the store reads: the search box's maxlength.
 func (l *listView) QueryMax() int { return store.MaxQuery }
 
-// Empty is what the results say when nothing matches (a page past the
-// end says so in Count instead); the List offers to create one.
+// Empty is what the results say when nothing is shown (a page past the
+// end says so in Count instead): a heading saying what happened and a
+// line saying what to do, with a link.
 func (l *listView) Empty() emptyView {
-	text := "No " + l.R.Plural
-	if l.Q != "" {
-		text += " match “" + l.Q + "”"
-	}
+	none := "No " + l.R.Plural
 	_, more := l.listing.Describe(l.params)
-	v := emptyView{Text: text + more}
-	if !l.Inquiry {
-		v.NewURL, v.NewText = l.R.NewPath(), "Create one"
+	all := emptyView{Todo: "Try other words or fewer filters, or", URL: l.Path, LinkText: "show all " + l.R.Plural}
+	switch {
+	case l.EmptyRange:
+		all.Heading = none + ": the “to” date " + l.Param("to") + " is before the “from” date " + l.Param("from")
+		all.Todo = "Put the dates the other way round, or"
+		return all
+	case l.Q != "":
+		all.Heading = none + " match “" + l.Q + "”" + more
+		return all
+	case more != "":
+		all.Heading = none + more
+		return all
 	}
-	return v
+	return emptyView{Heading: none + " yet", Todo: "Start with", URL: l.R.NewPath(), LinkText: "a new " + l.R.Name}
 }
 
-// emptyView is the data of partials/empty: a sentence (without its full
-// stop) and, when NewURL is set, a link to create the first one.
+// emptyView is the data of partials/empty, in the voice of the error
+// pages: Heading says what happened (no full stop), and Todo, then the
+// link to URL, what to do about it.
 type emptyView struct {
-	Text, NewURL, NewText string
+	Heading, Todo, URL, LinkText string
 }
 
 // PastEnd says the page asked for lies past the last one.
@@ -547,17 +558,12 @@ func (l *listView) TotalText() string {
 	return n
 }
 
-// Count is the summary line above the results.
+// Count is the summary line above the results: how many are shown, or why
+// a page past the end is empty (an empty list says why in Empty instead).
 func (l *listView) Count() string {
-	none := "No " + l.R.Plural
-	switch {
-	case l.EmptyRange:
-		return none + ": the “to” date " + l.Param("to") + " is before the “from” date " + l.Param("from")
-	case l.PastEnd():
-		return none + " on page " + thousands(int64(l.Page.Page)) + " — " + l.TotalText() + " " +
+	if l.PastEnd() {
+		return "No " + l.R.Plural + " on page " + thousands(int64(l.Page.Page)) + " — " + l.TotalText() + " " +
 			plural(l.Page.Total, l.R.Name, l.R.Plural) + " on " + thousands(l.Pages) + " " + plural(l.Pages, "page", "pages")
-	case l.Page.Total == 0 || l.Page.N == 0:
-		return none
 	}
 	return "Showing " + thousands(l.First) + "–" + thousands(l.Last) + " of " + l.TotalText()
 }

@@ -57,7 +57,7 @@ func TestListQueryErrors(t *testing.T) {
 				if !strings.Contains(e.Error, c.msg) {
 					t.Errorf("GET %s: got error %q, want it to say %q", target, e.Error, c.msg)
 				}
-				a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, html.EscapeString(c.msg))
+				a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, html.EscapeString(quotedFirst(c.msg)))
 				a.get(t, target, testutil.HXTo("div#order-results")).WantStatus(t, http.StatusBadRequest).WantFragment(t, "error")
 			}
 		}

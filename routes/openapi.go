@@ -448,7 +448,7 @@ func filterSchema(a apiResource, name string) obj {
 	t := recordFieldType(a.Record, name)
 	switch {
 	case t == nil:
-		return obj{"type": "string", "pattern": `^$|` + datePattern, "description": "a created date, YYYY-MM-DD (UTC), inclusive"}
+		return obj{"type": "string", "pattern": `^$|` + datePattern, "description": "a created date, YYYY-MM-DD, inclusive, in the zone of the tz cookie (an IANA name; UTC without it)"}
 	case t.Kind() == reflect.Bool:
 		return caseless(obj{"type": "string", "enum": []any{"", "true", "false"}})
 	}

@@ -435,14 +435,17 @@ type orderRow struct {
 	StatusTitle     string
 	ItemCount       int
 	Total, Currency string
-	Updated, UpdISO string
-	Update, Delete  bool
+	// Created and Updated are written in the person's zone; the ISO
+	// forms are the <time datetime> values, in UTC.
+	Created, CreatedISO string
+	Updated, UpdISO     string
+	Update, Delete      bool
 }
 
-// newOrderRow is o's row as person p sees it, with the rights p has on
-// it (may: the rights on the collection, when they are the same for
-// every member; nil to ask for this one).
-func newOrderRow(r *resource, p *person, o *store.Order, may *can) *orderRow {
+// newOrderRow is o's row as person p sees it in zone z, with the rights
+// p has on it (may: the rights on the collection, when they are the same
+// for every member; nil to ask for this one).
+func newOrderRow(r *resource, p *person, z zoned, o *store.Order, may *can) *orderRow {
 	if may == nil {
 		c := canOf(r, p, o.ID)
 		may = &c
@@ -451,7 +454,8 @@ func newOrderRow(r *resource, p *person, o *store.Order, may *can) *orderRow {
 	return &orderRow{ID: o.ID, Version: o.Version, RowID: r.RowID(o.ID), Path: path, EditPath: path + "/edit",
 		Customer: o.Customer, Email: o.Email, Status: o.Status, StatusTitle: statusTitle(o.Status),
 		ItemCount: o.ItemCount, Total: o.Total.String(), Currency: o.Currency,
-		Updated: formatDate(o.UpdatedAt), UpdISO: formatISODate(o.UpdatedAt),
+		Created: z.Date(o.CreatedAt), CreatedISO: formatISODate(o.CreatedAt),
+		Updated: z.Date(o.UpdatedAt), UpdISO: formatISODate(o.UpdatedAt),
 		Update: may.Update, Delete: may.Delete}
 }
 
@@ -464,7 +468,7 @@ func (v *view) OrderRow() *orderRow {
 	if !ok {
 		return nil
 	}
-	return newOrderRow(v.R, v.whoOrNone(), o, nil)
+	return newOrderRow(v.R, v.whoOrNone(), v.zoned, o, nil)
 }
 
 // orderBody is what the body of an order's page shows
@@ -473,6 +477,7 @@ type orderBody struct {
 	R   *resource
 	Can can
 	O   *store.Order
+	zoned
 }
 
 // DrawnOrderBody is the body of the order's page the view shows, drawn
@@ -483,8 +488,8 @@ func (v *view) DrawnOrderBody() (template.HTML, error) {
 	if !ok {
 		return "", fmt.Errorf("the order's page shows a %T", v.Record)
 	}
-	b := orderBody{R: v.R, Can: v.Can(), O: o}
-	return v.views.draw(v.R.Partial("show_body"), fmt.Appendf(nil, "%v\x00%v", b.Can, *o), &b)
+	b := orderBody{R: v.R, Can: v.Can(), O: o, zoned: v.zoned}
+	return v.views.draw(v.R.Partial("show_body"), fmt.Appendf(nil, "%s\x00%v\x00%v", b.ZoneName(), b.Can, *o), &b)
 }
 
 // inquiryEntry is what one order of the Inquiry shows
@@ -492,6 +497,7 @@ func (v *view) DrawnOrderBody() (template.HTML, error) {
 type inquiryEntry struct {
 	R *resource
 	O *store.Order
+	zoned
 }
 
 // DrawnInquiryEntries are the orders of the Inquiry the view shows, each
@@ -505,8 +511,8 @@ func (v *view) DrawnInquiryEntries() ([]template.HTML, error) {
 	name := v.R.Partial("inquiry_entry")
 	var key []byte
 	for i := range orders {
-		e := inquiryEntry{R: v.R, O: &orders[i]}
-		key = fmt.Appendf(key[:0], "%v", orders[i])
+		e := inquiryEntry{R: v.R, O: &orders[i], zoned: v.zoned}
+		key = fmt.Appendf(key[:0], "%s\x00%v", e.ZoneName(), orders[i])
 		h, err := v.views.draw(name, key, &e)
 		if err != nil {
 			return nil, err
@@ -553,7 +559,7 @@ func (v *view) OrderRows() []*view {
 	out := make([]*view, len(orders))
 	for i := range orders {
 		o := &orders[i]
-		out[i] = &view{R: v.R, Record: o, who: v.who, orderRow: newOrderRow(v.R, p, o, may)}
+		out[i] = &view{R: v.R, Record: o, who: v.who, zoned: v.zoned, orderRow: newOrderRow(v.R, p, v.zoned, o, may)}
 	}
 	return out
 }

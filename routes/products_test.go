@@ -223,7 +223,7 @@ func TestProductValidation(t *testing.T) {
 					t.Errorf("%s %s %s: error %q, want %q", m.method, m.path, c.body, e.Error, c.want)
 				}
 				a.do(t, m.method, m.path, testutil.JSON(c.body), testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").
-					WantContains(t, strings.ReplaceAll(c.want, `"`, "&#34;"))
+					WantContains(t, strings.ReplaceAll(capitalized(c.want), `"`, "&#34;"))
 				a.do(t, m.method, m.path, testutil.JSON(c.body), testutil.HXTo("main#main")).WantStatus(t, http.StatusBadRequest).WantFragment(t, "error")
 			}
 		}
@@ -544,7 +544,7 @@ func TestProductListQuery(t *testing.T) {
 			if e.Error != c.msg && !strings.HasPrefix(e.Error, c.msg) {
 				t.Errorf("GET %s: error %q, want %q", target, e.Error, c.msg)
 			}
-			a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, c.msg)
+			a.get(t, target, testutil.HPage).WantStatus(t, http.StatusBadRequest).WantPage(t, "error").WantContains(t, quotedFirst(c.msg))
 			a.get(t, target, testutil.HXTo("div#product-results")).WantStatus(t, http.StatusBadRequest).WantFragment(t, "error")
 		}
 	})

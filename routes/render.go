@@ -221,11 +221,16 @@ func respond(c *fiber.Ctx, rp repr, res *resource, out *response) error {
 		// the role it was drawn for (the open desk's none), and a tag drawn
 		// for another is no match (a person whose role changed, or who
 		// signs in where the desk was open, gets the page anew).
+		// Its times are written in the person's zone: the tag names the
+		// zone too (none for UTC), and a tag drawn for another is no match.
 		mark := whoMark(personOf(c))
-		if mark != "" {
-			out.ETag = strings.TrimSuffix(out.ETag, `"`) + "-" + mark + `"`
+		for _, m := range []string{mark, zoneMark(zoneOf(c))} {
+			if m != "" {
+				out.ETag = strings.TrimSuffix(out.ETag, `"`) + "-" + m + `"`
+			}
 		}
-		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !tagsDrawnFor(inm, mark) {
+		zmark := zoneMark(zoneOf(c))
+		if inm := c.Get(fiber.HeaderIfNoneMatch); out.NotModified && strings.TrimSpace(inm) != "*" && !tagsDrawnFor(inm, mark, zmark) {
 			out.NotModified = false
 		}
 	}
@@ -293,6 +298,10 @@ func (out *response) view(c *fiber.Ctx, res *resource) *view {
 	}
 	v.who = personOf(c)
 	v.views, _ = c.App().Config().Views.(*views)
+	v.zoned = zoned{zoneOf(c)}
+	if v.History != nil {
+		v.History.zoned = v.zoned
+	}
 	if v.R == nil {
 		v.R = res
 	}
@@ -346,6 +355,8 @@ type view struct {
 	// orderRow is the List row of Record, when the List worked it out
 	// (OrderRows).
 	orderRow *orderRow
+	// zoned writes the page's times in the person's zone (Date).
+	zoned
 	// views draws the fragments a page keeps drawn (DrawnOrderRows).
 	views *views
 	// frame is what the layout shows around the page (DrawnFrame).
@@ -393,7 +404,7 @@ func (v *view) DocTitle() string {
 func (v *view) Row(rec any) *view {
 	p := reflect.New(reflect.TypeOf(rec))
 	p.Elem().Set(reflect.ValueOf(rec))
-	return &view{R: v.R, Record: p.Interface(), who: v.who}
+	return &view{R: v.R, Record: p.Interface(), who: v.who, zoned: v.zoned}
 }
 
 // Description is the page's meta description: what the record shows, or
@@ -431,10 +442,15 @@ func titleSwap(c *fiber.Ctx, res *resource) bool {
 	return c.Get("HX-Target") == ""
 }
 
+// errorView is an error page, in the voice every error page and empty
+// list shares: the title says what happened, Message says it in a
+// sentence, and Todo, then the link to LinkURL, what to do about it.
 type errorView struct {
-	Status    int
-	Message   string
-	RequestID string
+	Status            int
+	Message           string
+	RequestID         string
+	Todo              string
+	LinkURL, LinkText string
 }
 
 func sendJSON(c *fiber.Ctx, status int, data any) error {
@@ -534,17 +550,34 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 	if current != nil {
 		body["current"] = current
 	}
+	ev := &errorView{Status: status, Message: pageSentence(c, msg), RequestID: requestIDOf(c), Todo: errorTodo(status)}
 	out := &response{Status: status, CacheControl: noStore, Partial: partialError, JSON: body,
-		View: &view{Title: errorTitle(status), Error: &errorView{Status: status, Message: msg, RequestID: requestIDOf(c)}}}
+		View: &view{Title: errorTitle(status), Error: ev}}
 	if r == reprFragment {
 		// htmx swaps the error wherever the request aimed (or, for a row's
 		// delete, nowhere): the alert region says it, and replaces any
 		// earlier notice. A page says it once, in its body.
 		out.Notice = errorNotice(sentence(msg))
 	}
-	// The page links back to the list of the resource the path is about.
+	// The page links back to the list of the resource the path is about
+	// (the first resource's when it is about none).
 	out.View.R = resourceOf(c.Path())
+	back := out.View.R
+	if back == nil {
+		back = resources[0]
+	}
+	ev.LinkURL, ev.LinkText = back.Path(), "go back to the "+back.Plural
 	return respond(c, r, nil, out)
+}
+
+// pageSentence is msg as an error page says it: a sentence, with a query
+// parameter it starts with quoted ("“from” must be a date …"), as a name
+// is not a word to capitalise.
+func pageSentence(c *fiber.Ctx, msg string) string {
+	if first, rest, ok := strings.Cut(msg, " "); ok && c.Request().URI().QueryArgs().Has(first) {
+		msg = "“" + first + "” " + rest
+	}
+	return sentence(msg)
 }
 
 // sentence starts msg with a capital letter and ends it with a full stop.
@@ -560,17 +593,63 @@ func sentence(msg string) string {
 	return msg
 }
 
+// errorTitle is an error page's heading: what happened, in a few words.
 func errorTitle(status int) string {
 	switch status {
+	case fiber.StatusBadRequest:
+		return "That request cannot be read"
+	case fiber.StatusUnauthorized:
+		return "Sign in first"
+	case fiber.StatusForbidden:
+		return "Not allowed"
 	case fiber.StatusNotFound:
 		return "Not found"
+	case fiber.StatusMethodNotAllowed:
+		return "Not possible here"
+	case fiber.StatusConflict, fiber.StatusPreconditionFailed:
+		return "Changed meanwhile"
+	case fiber.StatusRequestEntityTooLarge:
+		return "Too large"
+	case fiber.StatusUnprocessableEntity:
+		return "That cannot be done"
+	case fiber.StatusTooManyRequests:
+		return "Too many tries"
 	case fiber.StatusServiceUnavailable:
 		return "Try again shortly"
 	}
 	if status >= 500 {
 		return "Something went wrong"
 	}
-	return "Cannot do that"
+	return "That cannot be done"
+}
+
+// errorTodo is the start of an error page's last line, which ends with a
+// link back to a list: what to do about it.
+func errorTodo(status int) string {
+	switch status {
+	case fiber.StatusBadRequest:
+		return "Correct the address, or"
+	case fiber.StatusUnauthorized:
+		return "Sign in and try again, or"
+	case fiber.StatusForbidden:
+		return "Ask an admin for the role it takes, or"
+	case fiber.StatusNotFound:
+		return "Check the address, or"
+	case fiber.StatusMethodNotAllowed:
+		return "Use the page's own buttons and links, or"
+	case fiber.StatusConflict, fiber.StatusPreconditionFailed:
+		return "Open it again to see the latest, or"
+	case fiber.StatusRequestEntityTooLarge:
+		return "Send less at once, or"
+	case fiber.StatusUnprocessableEntity:
+		return "Open the page again to see what it allows now, or"
+	case fiber.StatusTooManyRequests, fiber.StatusServiceUnavailable:
+		return "Wait a moment and try again, or"
+	}
+	if status >= 500 {
+		return "Try again in a moment, or"
+	}
+	return "Open the page again, or"
 }
 
 // Notice kinds: success, warning and error. Each looks different (an icon
@@ -825,7 +904,6 @@ func TemplateFuncs() template.FuncMap {
 }
 
 var funcs = template.FuncMap{
-	"date":    formatDate,
 	"isodate": formatISODate,
 	"title":   statusTitle,
 	// roleTitle is a role as a label: "Clerk".
@@ -854,9 +932,6 @@ var funcs = template.FuncMap{
 			store.Delivered: "Mark delivered", store.Cancelled: "Cancel order"}[s]
 	},
 }
-
-// formatDate is a time as pages show it: "2025-01-31 14:05", UTC.
-func formatDate(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
 
 // formatISODate is a time as a <time datetime> carries it: RFC 3339, UTC.
 func formatISODate(t time.Time) string { return t.UTC().Format(time.RFC3339) }

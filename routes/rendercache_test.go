@@ -66,8 +66,12 @@ func TestListRowsAfterEveryWriteMatchTheirUncachedDrawing(t *testing.T) {
 					{"/orders?sort=-created", testutil.HXTo("div#" + orderResource.ResultsID()), tbodyRE},
 					{"/orders/inquiry?sort=-created", testutil.HPage, inquiryRE},
 				}
+				// The same pages in another zone: their times differ, so
+				// must what is drawn for them.
+				berlin := testutil.HPage.With(testutil.H{"Cookie": "tz=Europe/Berlin"})
+				parts = append(parts, part{"/orders?sort=-created", berlin, tbodyRE}, part{"/orders/inquiry?sort=-created", berlin, inquiryRE})
 				for _, id := range ids {
-					parts = append(parts, part{path(id), testutil.HPage, orderRE})
+					parts = append(parts, part{path(id), testutil.HPage, orderRE}, part{path(id), berlin, orderRE})
 				}
 				for _, p := range parts {
 					want := drawnPart(t, fresh, p.target, p.h, p.re)
@@ -146,7 +150,7 @@ func TestTheRenderCacheStaysWithinItsBound(t *testing.T) {
 	row := func(i int) *view {
 		o := &store.Order{ID: int64(i + 1), Version: 1, Customer: fmt.Sprintf("Customer %d", i), Status: store.Pending,
 			Currency: "EUR", Total: store.Money(i), ItemCount: 1, UpdatedAt: time.Unix(int64(i), 0)}
-		return &view{R: orderResource, Record: o, orderRow: newOrderRow(orderResource, nil, o, &can{Update: true})}
+		return &view{R: orderResource, Record: o, orderRow: newOrderRow(orderResource, nil, zoned{}, o, &can{Update: true})}
 	}
 	draw := func(i int) {
 		r := row(i)

@@ -944,18 +944,22 @@ func isWhoMark(part string) bool {
 }
 
 // tagsDrawnFor reports whether a tag of the If-None-Match header inm was
-// drawn for whom mark names (whoMark): the mark among its parts, and no
-// other, whatever coding follows them ("o7v3-page-h12-rc.7.2-gzip").
-func tagsDrawnFor(inm, mark string) bool {
+// drawn for whom mark names (whoMark) in the zone zmark names (zoneMark):
+// those marks among its parts, and no other, whatever coding follows them
+// ("o7v3-page-h12-rc.7.2-z1a2b3c4d-gzip").
+func tagsDrawnFor(inm, mark, zmark string) bool {
 	for _, t := range strings.Split(inm, ",") {
 		t = strings.Trim(strings.TrimPrefix(strings.TrimSpace(t), "W/"), `"`)
-		got := ""
+		got, gotZone := "", ""
 		for _, part := range strings.Split(t, "-")[1:] {
-			if isWhoMark(part) {
+			switch {
+			case isWhoMark(part):
 				got = part
+			case isZoneMark(part):
+				gotZone = part
 			}
 		}
-		if got == mark {
+		if got == mark && gotZone == zmark {
 			return true
 		}
 	}

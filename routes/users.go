@@ -371,6 +371,8 @@ type tokensView struct {
 	// typed.
 	Errors map[string]string
 	Name   string
+	// zoned writes the tokens' times in the person's zone.
+	zoned
 }
 
 // Roles are the choices of a new token's role.
@@ -386,6 +388,7 @@ func (t *tokensView) TokenPath(id int64) string { return t.Path() + "/" + strcon
 // made, else the record's.
 func (v *view) Tokens() *tokensView {
 	if t, ok := v.Form.(*tokensView); ok {
+		t.zoned = v.zoned
 		return t
 	}
 	u, ok := v.Record.(*userRecord)
@@ -396,7 +399,7 @@ func (v *view) Tokens() *tokensView {
 	if p == nil {
 		p = &person{}
 	}
-	return &tokensView{User: &u.User, Tokens: u.Tokens, Most: mostRole(p, &u.User)}
+	return &tokensView{User: &u.User, Tokens: u.Tokens, Most: mostRole(p, &u.User), zoned: v.zoned}
 }
 
 // mostRole is the highest role a token of account u made by p may have.

@@ -248,7 +248,7 @@ func TestTheLastAdminStays(t *testing.T) {
 		WantStatus(t, http.StatusUnprocessableEntity).WantFragment(t, "user-form").WantContains(t, "is the last enabled admin")
 	a.do(t, http.MethodDelete, own, testutil.NoBody, a.as(store.RoleAdmin, testutil.HJSON)).WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, reason)
 	a.do(t, http.MethodPost, own, testutil.Form("_method", "DELETE"), a.as(store.RoleAdmin, testutil.HPage)).
-		WantStatus(t, http.StatusUnprocessableEntity).WantPage(t, "error").WantContains(t, reason)
+		WantStatus(t, http.StatusUnprocessableEntity).WantPage(t, "error").WantContains(t, capitalized(reason))
 	a.do(t, http.MethodDelete, own, testutil.NoBody, a.as(store.RoleAdmin, testutil.HXTo("main#main"))).
 		WantStatus(t, http.StatusUnprocessableEntity).WantContains(t, `hx-target="#notice-alert"`, "The last enabled admin")
 	if u, err := a.store.GetUser(context.Background(), admin.ID); err != nil || u.Role != store.RoleAdmin || u.Disabled || u.Version != 1 {

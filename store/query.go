@@ -18,7 +18,9 @@ type OrderQuery struct {
 	// match order); empty means SortCreatedDesc.
 	Sort Sort
 	// From and To, when not zero, keep orders created on or after From's
-	// UTC date and on or before To's (whole days, inclusive).
+	// date and on or before To's (whole days, inclusive), each date read in
+	// the time's own location: a date in Europe/Berlin starts at Berlin's
+	// midnight, one in UTC at UTC's.
 	From, To time.Time
 	// Page counts from 1; PerPage is 1 to 100.
 	Page, PerPage int

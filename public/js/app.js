@@ -6,6 +6,20 @@
 (() => {
   "use strict";
   document.documentElement.classList.add("js");
+
+  // ---- Time zone ----
+  // Pages write times in the browser's zone: the tz cookie names it (an
+  // IANA name), and the server falls back to UTC, labelled, without one.
+  // The page that sets it first was drawn in UTC; the next one is local.
+  try {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const has = document.cookie.split("; ").includes("tz=" + zone);
+    if (zone && /^[A-Za-z0-9_+\/-]{1,64}$/.test(zone) && !has) {
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax" +
+        (location.protocol === "https:" ? "; secure" : "");
+    }
+  } catch { /* no Intl: the pages stay in UTC and say so */ }
+
   if (!window.htmx) return;
 
   const $ = (sel, root = document) => root.querySelector(sel);

@@ -93,19 +93,25 @@ func totalScore(m store.Money, id int64) float64 {
 	return float64(1<<52 + (int64(m)-1<<32)/4)
 }
 
-// dayScores are the scores of the first and last instants of the UTC days
-// from and to (either zero: open).
+// dayScores are the scores of the first and last instants of the days
+// from and to, each in its own location (either zero: open).
 func dayScores(from, to time.Time) (lo, hi float64) {
 	lo, hi = math.Inf(-1), math.Inf(1)
 	if !from.IsZero() {
-		d := from.UTC().Truncate(24 * time.Hour)
-		lo = float64(d.Unix() << 21)
+		lo = float64(midnight(from, 0).Unix() << 21)
 	}
 	if !to.IsZero() {
-		d := to.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-		hi = float64(d.Unix()<<21 - 1)
+		hi = float64(midnight(to, 1).Unix()<<21 - 1)
 	}
 	return lo, hi
+}
+
+// midnight is the start of the day days after t's calendar date, in t's own
+// location: a date written in a person's zone starts at that zone's
+// midnight, and a day across a clock change is 23 or 25 hours long.
+func midnight(t time.Time, days int) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d+days, 0, 0, 0, 0, t.Location())
 }
 
 // idDigits are 64 ASCII characters in ascending byte order: the digits of
