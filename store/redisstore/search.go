@@ -17,10 +17,16 @@ import (
 	"orders/store"
 )
 
-// Search: an order matches q when every term of q matches it. Every order
-// has search terms: each word of its customer name, its email address and
-// each item's SKU, folded (foldTerm). A query term matches an order when it
-// is a prefix of one of them (or is the order's id).
+// Search: an order matches q when every term of q matches it. Text is
+// split into words the way names are (wordsOf: at anything that is not a
+// letter, digit or mark), and a search term is a run of words joined by one
+// space. Every order has search terms: for each word of its customer name
+// and of its email address, that word and the words after it ("tim berners
+// lee", "berners lee", "lee"; "ada example com", "example com", "com"), and
+// each item's SKU as one run ("kbd 60"). A query term is split the same way
+// ("Berners-Lee" → "berners lee", "ada@exa" → "ada exa") and matches an
+// order when it is a prefix of one of its terms (or is the order's id): a
+// prefix of a word, or of consecutive words from the first on.
 //
 // The term index ix:{w} is one lexicographic sorted set of members
 // "term NUL inverted-id": a prefix p is the range [p, p\xff), in match order
@@ -162,17 +168,31 @@ func wordsOf(s string) []string {
 // orderTerms returns o's search terms, sorted, each once, without a term
 // that is a prefix of another (whatever matches it matches the longer one).
 func orderTerms(o *store.Order) []string {
-	terms := wordsOf(foldTerm(o.Customer))
-	if o.Email != "" {
-		terms = append(terms, foldTerm(o.Email))
-	}
+	terms := wordTerms(nil, o.Customer)
+	terms = wordTerms(terms, o.Email)
 	for i := range o.Items {
-		if sku := o.Items[i].SKU; sku != "" {
-			terms = append(terms, foldTerm(sku))
+		if sku := codeTerm(o.Items[i].SKU); sku != "" {
+			terms = append(terms, sku)
 		}
 	}
 	return distinctTerms(terms)
 }
+
+// wordTerms appends the search terms of text made of words (a name, a
+// company, an email address): for each word, the run of words from it to
+// the end, joined by a space, so that a query of consecutive words is a
+// prefix of one term.
+func wordTerms(out []string, text string) []string {
+	w := wordsOf(foldTerm(text))
+	for i := range w {
+		out = append(out, strings.Join(w[i:], " "))
+	}
+	return out
+}
+
+// codeTerm is the one search term of a code (a SKU): its words joined by a
+// space ("KBD-60" → "kbd 60"), so that it is found from its start only.
+func codeTerm(code string) string { return strings.Join(wordsOf(foldTerm(code)), " ") }
 
 // distinctTerms sorts terms and drops each that starts another: whatever
 // finds it finds the longer one, so the record is listed under that.
@@ -233,29 +253,16 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
-// queryTerms splits a query into folded terms: at spaces, and at
-// punctuation and symbols ("Hopper," → "hopper"; "O'Brien" → "o", "brien",
-// as the words of a name are split), except the characters that belong in
-// a prefix of an email or SKU (". - _ @ +": "grace.h", "kbd-6"). A term with
-// an @ or a dot may be an email: only its ends are trimmed ("pat.o'b",
-// "pat.o'brien@example.com").
+// queryTerms splits a query into folded terms at white space; each term's
+// words (wordsOf, as a name's are split) are joined by one space, so that
+// "Berners-Lee", "O'Brien", "jean-luc" and "ada@exa" match those words in a
+// row ("berners lee") and punctuation around a word ("Hopper,") is dropped.
+// A part with no letter or digit is no term.
 func queryTerms(q string) []string {
 	var out []string
-	add := func(t string) {
-		if t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	split := func(r rune) bool {
-		return (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
-	}
 	for _, f := range strings.Fields(foldTerm(q)) {
-		if strings.ContainsAny(f, "@.") {
-			add(strings.TrimFunc(f, split))
-			continue
-		}
-		for _, t := range strings.FieldsFunc(f, split) {
-			add(t)
+		if t := strings.Join(wordsOf(f), " "); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
 	return out

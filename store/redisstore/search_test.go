@@ -19,14 +19,27 @@ import (
 // The oracle: the documented search (docs/api.md) written as plainly as
 // possible, independent of the store's indexes, for orders with ASCII text.
 
-func oracleTerms(o *store.Order) []string {
-	out := strings.FieldsFunc(strings.ToLower(o.Customer), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	if o.Email != "" {
-		out = append(out, strings.ToLower(o.Email))
+// oracleWords splits lower-cased text at anything not a letter or digit.
+func oracleWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+}
+
+// oracleRuns are the runs of words of text from each word to the end,
+// joined by a space: a query of consecutive words starts one of them.
+func oracleRuns(s string) []string {
+	w := oracleWords(s)
+	var out []string
+	for i := range w {
+		out = append(out, strings.Join(w[i:], " "))
 	}
+	return out
+}
+
+func oracleTerms(o *store.Order) []string {
+	out := append(oracleRuns(o.Customer), oracleRuns(o.Email)...)
 	for _, it := range o.Items {
 		if it.SKU != "" {
-			out = append(out, strings.ToLower(it.SKU))
+			out = append(out, strings.Join(oracleWords(it.SKU), " "))
 		}
 	}
 	return out
@@ -54,14 +67,12 @@ func firstMatch(o *store.Order, t string) string {
 	return best
 }
 
-// oracleQueryTerms splits a query at spaces and at punctuation or symbols
-// other than . - _ @ +, lower-cased, each term once.
+// oracleQueryTerms splits a query at spaces; each part's words (split as
+// names are) make one term, joined by a space; each term once.
 func oracleQueryTerms(q string) []string {
 	var out []string
-	for _, t := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
-		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
-	}) {
-		if !slices.Contains(out, t) {
+	for _, f := range strings.Fields(q) {
+		if t := strings.Join(oracleWords(f), " "); t != "" && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
