@@ -38,6 +38,12 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 		return out, nil
 	}
 	dated := !q.From.IsZero() || !q.To.IsZero()
+	if len(terms) > 0 && q.SortAsked {
+		if ok, err := s.searchSorted(ctx, q, terms, offset, keep, &out); err != nil || ok {
+			return out, err
+		}
+		out.SortTooBroad = true
+	}
 	switch {
 	case len(terms) == 0 && (!dated || q.Sort.Field() == "created"):
 		return out, s.listSorted(ctx, q, offset, keep, &out)

@@ -318,6 +318,25 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 				} {
 					checkQuery(t, f, q, oracleSorted(all, q))
 				}
+				// A search in a sort asked for: its matches (at most
+				// MaxCandidates here) in that sort.
+				for _, q := range []store.OrderQuery{
+					{Q: "a"}, {Q: "ann bo"}, {Q: "kbd", Status: store.Pending}, {Q: "b", From: from},
+					{Q: "12"}, {Q: "hop grace kbd-6"}, {Q: "1 a"}, {Q: "jean-luc"}, {Q: "example", To: to},
+				} {
+					q.Sort, q.SortAsked = sort, true
+					match := oracleSearch(all, q)
+					var hits []*store.Order
+					for _, o := range all {
+						if slices.Contains(match, o.ID) {
+							hits = append(hits, o)
+						}
+					}
+					checkQuery(t, f, q, oracleSorted(hits, q))
+					if p := f.list(t, q); p.MatchOrder || p.SortTooBroad {
+						t.Errorf("q=%q sort=%q: match order %v, too broad %v; want the sort", q.Q, sort, p.MatchOrder, p.SortTooBroad)
+					}
+				}
 			}
 		})
 	}
