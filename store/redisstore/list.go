@@ -67,7 +67,11 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 			}
 		}
 	}
-	ids, more, err := s.termCandidates(ctx, terms[driver], q.Status)
+	limit := store.MaxCandidates
+	if !dated {
+		limit = intersectLimit(terms, counts, driver)
+	}
+	ids, more, err := s.termCandidatesUpTo(ctx, terms[driver], q.Status, limit)
 	if err != nil {
 		return out, err
 	}
@@ -76,7 +80,7 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 		ids = append([]int64{id}, slices.DeleteFunc(ids, func(x int64) bool { return x == id })...)
 	}
 	// The other terms' matches, when each is a short term with at most
-	// MaxCandidates of them: the candidates outside any are dropped without
+	// limit of them: the candidates outside any are dropped without
 	// being read (one round trip per term instead of reading thousands of
 	// orders). When every term is known so and there is no date filter, the
 	// candidates left are the answer (they are of the query's status
@@ -86,11 +90,11 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 		if i == driver {
 			continue
 		}
-		if counts[i] > store.MaxCandidates || len(t) > dupDepth {
+		if counts[i] > int64(limit) || len(t) > dupDepth {
 			allKnown = false
 			continue
 		}
-		tids, tmore, err := s.termCandidates(ctx, t, q.Status)
+		tids, tmore, err := s.termCandidatesUpTo(ctx, t, q.Status, limit)
 		if err != nil {
 			return out, err
 		}

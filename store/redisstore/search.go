@@ -585,8 +585,38 @@ func (s *Store) termCounts(ctx context.Context, terms []string, st store.Status)
 // MaxCandidates orders in status st (every status when empty) matching
 // term t, and whether there may be more (lexCandidates).
 func (s *Store) termCandidates(ctx context.Context, t string, st store.Status) ([]int64, bool, error) {
+	return s.termCandidatesUpTo(ctx, t, st, store.MaxCandidates)
+}
+
+// termCandidatesUpTo is termCandidates with at most limit orders.
+func (s *Store) termCandidatesUpTo(ctx context.Context, t string, st store.Status, limit int) ([]int64, bool, error) {
 	sets := s.termSets(t, st)
-	return s.lexCandidates(ctx, sets[:len(sets)/2], t, store.MaxCandidates)
+	return s.lexCandidates(ctx, sets[:len(sets)/2], t, limit)
+}
+
+// maxIntersect bounds the index entries a search of several terms reads
+// from each term's sets when every term is common (a full name at a
+// million orders: each word 50,000 matches, the name 2,500): the matches
+// are then the intersection of the terms' ids, found from the indexes
+// alone, with an exact total, where reading MaxCandidates orders to check
+// them gave a lower bound.
+const maxIntersect = 100_000
+
+// intersectLimit is how many matches of each term a search of several
+// terms reads (counts are the terms' exact counts, driver the rarest):
+// MaxCandidates, or maxIntersect when every term is short enough for an
+// exact count and has at most that many, the rarest more than
+// MaxCandidates.
+func intersectLimit(terms []string, counts []int64, driver int) int {
+	if len(terms) < 2 || counts[driver] <= store.MaxCandidates {
+		return store.MaxCandidates
+	}
+	for i, t := range terms {
+		if len(t) > dupDepth || counts[i] > maxIntersect {
+			return store.MaxCandidates
+		}
+	}
+	return maxIntersect
 }
 
 // lexCandidates returns, in match order (by member) and each once, up to

@@ -108,10 +108,11 @@ func (s *Store) matchIDs(ctx context.Context, q store.OrderQuery, terms []string
 			driver = i
 		}
 	}
-	if counts[driver] > store.MaxCandidates && len(terms[driver]) <= dupDepth {
+	limit := intersectLimit(terms, counts, driver)
+	if counts[driver] > int64(limit) && len(terms[driver]) <= dupDepth {
 		return nil, false, nil
 	}
-	ids, more, err := s.termCandidates(ctx, terms[driver], q.Status)
+	ids, more, err := s.termCandidatesUpTo(ctx, terms[driver], q.Status, limit)
 	if err != nil || more {
 		return nil, false, err
 	}
@@ -123,11 +124,11 @@ func (s *Store) matchIDs(ctx context.Context, q store.OrderQuery, terms []string
 		if i == driver {
 			continue
 		}
-		if counts[i] > store.MaxCandidates || len(t) > dupDepth {
+		if counts[i] > int64(limit) || len(t) > dupDepth {
 			check = true
 			continue
 		}
-		tids, tmore, err := s.termCandidates(ctx, t, q.Status)
+		tids, tmore, err := s.termCandidatesUpTo(ctx, t, q.Status, limit)
 		if err != nil {
 			return nil, false, err
 		}
@@ -143,6 +144,9 @@ func (s *Store) matchIDs(ctx context.Context, q store.OrderQuery, terms []string
 			in[id] = true
 		}
 		ids = slices.DeleteFunc(ids, func(id int64) bool { return !in[id] })
+	}
+	if len(ids) > store.MaxCandidates && (check || limit > store.MaxCandidates) {
+		return nil, false, nil // too many to read and check, or to sort
 	}
 	_, digits := store.ParseID(terms[driver])
 	if !check && !digits {

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -161,4 +162,45 @@ func invID(t *testing.T, f *fixture, o *store.Order) string {
 	}
 	_, inv, _ := strings.Cut(ms[0], "\x00")
 	return inv
+}
+
+// TestSearchOfCommonTermsCountsExactly: two terms that each match more
+// than MaxCandidates orders (every demo email's "example" and "com") are
+// answered from the term indexes with an exact total, not "at least"; a
+// sort asked for so many matches is refused with SortTooBroad, and one
+// for a rarer pair (a full name) applies.
+func TestSearchOfCommonTermsCountsExactly(t *testing.T) {
+	testutil.Long(t)
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			n := 24000
+			if _, err := f.s.Seed(ctx, n, rand.New(rand.NewPCG(5, 5))); err != nil {
+				t.Fatal(err)
+			}
+			one := f.list(t, store.OrderQuery{Q: "example"})
+			if one.Total <= store.MaxCandidates || one.TotalIsLowerBound {
+				t.Fatalf("q=example: %d (lower bound %v); want more than %d, exact", one.Total, one.TotalIsLowerBound, store.MaxCandidates)
+			}
+			for _, q := range []string{"example com", "com example", "example.com com"} {
+				p := f.list(t, store.OrderQuery{Q: q, PerPage: 100, Page: 3})
+				if p.Total != one.Total || p.TotalIsLowerBound || len(p.Orders) != 100 {
+					t.Errorf("q=%q: total %d (lower bound %v), %d on page 3; want %d, exact, 100", q, p.Total, p.TotalIsLowerBound, len(p.Orders), one.Total)
+				}
+			}
+			if p := f.list(t, store.OrderQuery{Q: "example com", Sort: store.SortTotal, SortAsked: true}); !p.SortTooBroad || !p.MatchOrder {
+				t.Errorf("q=example com sort=total: too broad %v, match order %v; want the sort refused", p.SortTooBroad, p.MatchOrder)
+			}
+			name := f.list(t, store.OrderQuery{Q: "ada lovelace", PerPage: 100, Sort: store.SortTotal, SortAsked: true})
+			if name.SortTooBroad || name.MatchOrder || name.TotalIsLowerBound || name.Total == 0 {
+				t.Errorf("q=ada lovelace sort=total: %d (lower bound %v, too broad %v, match order %v)", name.Total, name.TotalIsLowerBound, name.SortTooBroad, name.MatchOrder)
+			}
+			for i := 1; i < len(name.Orders); i++ {
+				if name.Orders[i].Total < name.Orders[i-1].Total {
+					t.Fatalf("q=ada lovelace sort=total: %v before %v", name.Orders[i-1].Total, name.Orders[i].Total)
+				}
+			}
+		})
+	}
 }
