@@ -86,11 +86,9 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 	// candidates left are the answer (they are of the query's status
 	// already: each status has its own term sets).
 	allKnown := !dated
-	for i, t := range terms {
-		if i == driver {
-			continue
-		}
-		if counts[i] > int64(limit) || len(t) > dupDepth {
+	for _, i := range byCount(counts, driver) {
+		t := terms[i]
+		if !readCheaper(counts[i], limit, len(ids)) || len(t) > dupDepth {
 			allKnown = false
 			continue
 		}
@@ -110,6 +108,10 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 			in[id] = true // the order the digits name, if it exists
 		}
 		ids = slices.DeleteFunc(ids, func(id int64) bool { return !in[id] })
+	}
+	if !allKnown && len(ids) > store.MaxCandidates {
+		// Still to be read and checked: at most MaxCandidates of them.
+		ids, more = ids[:store.MaxCandidates], true
 	}
 	all := func(o *store.Order) bool {
 		if !keep(o) {

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -604,19 +605,35 @@ const maxIntersect = 100_000
 
 // intersectLimit is how many matches of each term a search of several
 // terms reads (counts are the terms' exact counts, driver the rarest):
-// MaxCandidates, or maxIntersect when every term is short enough for an
-// exact count and has at most that many, the rarest more than
-// MaxCandidates.
+// MaxCandidates, or maxIntersect when the rarest has more than
+// MaxCandidates, at most maxIntersect, and is short enough for an exact
+// count. A term with more than the limit is not read: the candidates left
+// are read and checked against it, at most MaxCandidates of them.
 func intersectLimit(terms []string, counts []int64, driver int) int {
-	if len(terms) < 2 || counts[driver] <= store.MaxCandidates {
+	if len(terms) < 2 || counts[driver] > maxIntersect || len(terms[driver]) > dupDepth {
 		return store.MaxCandidates
 	}
-	for i, t := range terms {
-		if len(t) > dupDepth || counts[i] > maxIntersect {
-			return store.MaxCandidates
+	return maxIntersect
+}
+
+// readCheaper says whether the matches of a term with count matches are
+// read (to intersect) rather than the candidates left (n of them) read
+// and checked against it: a term with at most limit matches, unless the
+// candidates are few enough to check and far fewer than its matches.
+func readCheaper(count int64, limit, n int) bool {
+	return count <= int64(limit) && (n > store.MaxCandidates || count <= 10*int64(n))
+}
+
+// byCount lists the indexes of terms but driver, fewest matches first.
+func byCount(counts []int64, driver int) []int {
+	var out []int
+	for i := range counts {
+		if i != driver {
+			out = append(out, i)
 		}
 	}
-	return maxIntersect
+	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(counts[a], counts[b]) })
+	return out
 }
 
 // lexCandidates returns, in match order (by member) and each once, up to

@@ -120,11 +120,9 @@ func (s *Store) matchIDs(ctx context.Context, q store.OrderQuery, terms []string
 		ids = append(ids, id) // checked below: it may not exist
 	}
 	check := false
-	for i, t := range terms {
-		if i == driver {
-			continue
-		}
-		if counts[i] > int64(limit) || len(t) > dupDepth {
+	for _, i := range byCount(counts, driver) {
+		t := terms[i]
+		if !readCheaper(counts[i], limit, len(ids)) || len(t) > dupDepth {
 			check = true
 			continue
 		}
