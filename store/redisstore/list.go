@@ -19,9 +19,11 @@ import (
 // when dates are given): O(log N + page), in two or three pipelined round
 // trips whatever the page size. One search term is a range of the term
 // index (search.go), also O(log N + page) with an exact total. Several
-// terms, and a search or a date range combined with another filter or
-// sort, examine at most MaxCandidates orders (Page.TotalIsLowerBound says
-// when it stopped early).
+// terms intersect their matches from the indexes (search.go); they, and
+// a search or a date range combined with another filter, examine at most
+// MaxCandidates orders (Page.TotalIsLowerBound says when it stopped
+// early). A search in a sort asked for is sorted when it has at most
+// MaxCandidates matches (searchSorted).
 func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.OrderPage, error) {
 	q.Normalize()
 	out := store.OrderPage{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}

@@ -55,9 +55,11 @@ import (
 //
 // Terms longer than dupDepth bytes, several terms, and a term with a date
 // filter walk candidates instead: the matches of the most selective term
-// (in the query's status), in match order, each checked against the rest
-// of the query, at most MaxCandidates of them; past that the total is a
-// lower bound.
+// (in the query's status), in match order. The other terms' matches are
+// read as id sets and intersected with them, rarest first, while that is
+// cheaper than reading the candidates left (intersectLimit, readCheaper);
+// the candidates left are then checked against the rest of the query, at
+// most MaxCandidates of them; past that the total is a lower bound.
 
 // dupDepth is the longest query term (in bytes) answered from the dup sets.
 const dupDepth = 16
@@ -582,25 +584,19 @@ func (s *Store) termCounts(ctx context.Context, terms []string, st store.Status)
 	return out, nil
 }
 
-// termCandidates returns, in match order and each once, up to
-// MaxCandidates orders in status st (every status when empty) matching
-// term t, and whether there may be more (lexCandidates).
-func (s *Store) termCandidates(ctx context.Context, t string, st store.Status) ([]int64, bool, error) {
-	return s.termCandidatesUpTo(ctx, t, st, store.MaxCandidates)
-}
-
-// termCandidatesUpTo is termCandidates with at most limit orders.
+// termCandidatesUpTo returns, in match order and each once, up to limit
+// orders in status st (every status when empty) matching term t, and
+// whether there may be more (lexCandidates).
 func (s *Store) termCandidatesUpTo(ctx context.Context, t string, st store.Status, limit int) ([]int64, bool, error) {
 	sets := s.termSets(t, st)
 	return s.lexCandidates(ctx, sets[:len(sets)/2], t, limit)
 }
 
 // maxIntersect bounds the index entries a search of several terms reads
-// from each term's sets when every term is common (a full name at a
-// million orders: each word 50,000 matches, the name 2,500): the matches
-// are then the intersection of the terms' ids, found from the indexes
-// alone, with an exact total, where reading MaxCandidates orders to check
-// them gave a lower bound.
+// from each term's sets (a full name at a million orders: each word 50,000
+// matches, the name 2,500): the matches are the intersection of the terms'
+// ids, found from the indexes alone, with an exact total, where reading
+// MaxCandidates orders to check them would give a lower bound.
 const maxIntersect = 100_000
 
 // intersectLimit is how many matches of each term a search of several
