@@ -228,6 +228,10 @@ func checkQuery(t *testing.T, f *fixture, q store.OrderQuery, want []int64) {
 	}
 }
 
+// sortedSearchSorts are the sorts the quick suite checks a search in: a
+// score sort either way and the name sort.
+var sortedSearchSorts = []store.Sort{store.SortTotal, store.SortUpdatedDesc, store.SortCustomerDesc}
+
 var (
 	searchWords = []string{"Ann", "Anna", "Annabel", "Annie", "Bo", "Bob", "Bobby", "Grace", "Hopper", "Hop", "O'Brien", "Jean-Luc", "12", "120"}
 	searchSKUs  = []string{"KBD-60", "KBD-61", "KBD-6", "K", "ABC-1", "ABC-12", "ANN-1", "BOB.X", "120-A"}
@@ -319,7 +323,11 @@ func TestSearchAgreesWithTheOracle(t *testing.T) {
 					checkQuery(t, f, q, oracleSorted(all, q))
 				}
 				// A search in a sort asked for: its matches (at most
-				// MaxCandidates here) in that sort.
+				// MaxCandidates here) in that sort (three sorts in the
+				// quick suite, one of each kind, and every sort in full).
+				if !slices.Contains(testutil.Pick(sortedSearchSorts, store.Sorts), sort) {
+					continue
+				}
 				for _, q := range []store.OrderQuery{
 					{Q: "a"}, {Q: "ann bo"}, {Q: "kbd", Status: store.Pending}, {Q: "b", From: from},
 					{Q: "12"}, {Q: "hop grace kbd-6"}, {Q: "1 a"}, {Q: "jean-luc"}, {Q: "example", To: to},
