@@ -4,7 +4,9 @@
 #   1. seeding BIG orders through the application (-seed), in seconds;
 #   2. Redis memory per order at BIG with every index, and what each costs
 #      (bench/seedmem -report);
-#   3. the median latency of a one-term word search, an SKU search, each
+#   3. the median latency of a one-term word search, an SKU search, two-
+#      and three-term searches (a full name, with a status, a sort, a SKU,
+#      a word of the email), each
 #      sort with and without a status filter (random pages over the whole
 #      list) and a created-date filter, at SMALL and at BIG orders, and the
 #      ratio BIG/SMALL of each.
@@ -100,6 +102,14 @@ add() { # add NAME PATH-AND-QUERY PAGES-BIG PAGES-SMALL
 }
 bp=$((BIG / 25)) sp=$((SMALL / 25))
 add word "/orders?q={word}" 1 1
+# Two and three terms: a full name typed in order (each word matches 1 in
+# 20 demo orders, the name 1 in 400), the same in one status and in a
+# sort, a name with a SKU, and a name with a word of the email.
+add name2 "/orders?q=ada+lovelace" 1 1
+add name2-status "/orders?q=grace+hopper&status=shipped" 1 1
+add name2-sort "/orders?q=alan+turing&sort=-total" 1 1
+add name3-sku "/orders?q=ada+lovelace+kbd" 1 1
+add name3-email "/orders?q=linus+torvalds+example" 1 1
 add sku "/orders?q={sku}" 1 1
 for s in -created created customer -customer -updated updated -total total; do
   add "sort$s" "/orders?sort=$s&page={page}" "$bp" "$sp"

@@ -57,6 +57,9 @@ type listResult struct {
 	TotalIsLowerBound bool
 	// MatchOrder: a search's rows, in match order.
 	MatchOrder bool
+	// Sorted: a search's rows, in the sort asked for; SortTooBroad: a sort
+	// was asked for, but too many rows match to sort them.
+	Sorted, SortTooBroad bool
 }
 
 // listView is the List (or another view of the collection: the Inquiry)
@@ -138,6 +141,7 @@ func parseQuery(c *fiber.Ctx) (store.OrderQuery, error) {
 	if q.Sort != "" && !q.Sort.Valid() {
 		return q, badRequest("sort must be one of %s", sortNames(store.Sorts))
 	}
+	q.SortAsked = q.Sort != ""
 	date := func(name string) (time.Time, error) {
 		s := strings.TrimSpace(c.Query(name))
 		if s == "" {
@@ -445,7 +449,20 @@ func (l *listView) SortText() string {
 }
 
 // MatchOrder says the rows are a search's, in match order.
-func (l *listView) MatchOrder() bool { return l.Q != "" || l.Page.MatchOrder }
+func (l *listView) MatchOrder() bool { return l.Q != "" && !l.Page.Sorted || l.Page.MatchOrder }
+
+// SortTooBroad says a sort was asked for with a search that matches more
+// rows than a search is sorted for.
+func (l *listView) SortTooBroad() bool { return l.Page.SortTooBroad }
+
+// MaxSorted is how many matches a search is sorted for, in words.
+func (l *listView) MaxSorted() string {
+	n := strconv.Itoa(store.MaxCandidates)
+	for i := len(n) - 3; i > 0; i -= 3 {
+		n = n[:i] + "," + n[i:]
+	}
+	return n
+}
 
 // MatchOrderNote says, when a search was asked for in some sort, that the
 // sort does not apply to it.

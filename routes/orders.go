@@ -312,7 +312,8 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 	}
 	l := newListView(o.R, orderListing, path, q.Q, params, q.Sort, strings.TrimSpace(c.Query("sort")) != "",
 		listResult{Rows: page.Orders, N: len(page.Orders), Page: page.Page, PerPage: page.PerPage,
-			Total: page.Total, TotalIsLowerBound: page.TotalIsLowerBound, MatchOrder: page.MatchOrder})
+			Total: page.Total, TotalIsLowerBound: page.TotalIsLowerBound, MatchOrder: page.MatchOrder,
+			Sorted: q.Q != "" && !page.MatchOrder, SortTooBroad: page.SortTooBroad})
 	l.Inquiry, l.EmptyRange = inquiry, emptyRange(q)
 	return o.R.listResponse(c, rp, name, nav, l, entries), nil
 }

@@ -14,9 +14,11 @@ type OrderQuery struct {
 	Q string
 	// Status, when set, keeps only orders in that status.
 	Status Status
-	// Sort orders the results when there is no Q (with Q they come in
-	// match order); empty means SortCreatedDesc.
-	Sort Sort
+	// Sort orders the results; empty means SortCreatedDesc. With Q the
+	// results come in match order unless SortAsked: then in Sort when at
+	// most MaxCandidates orders match (the page says when more do).
+	Sort      Sort
+	SortAsked bool
 	// From and To, when not zero, keep orders created on or after From's
 	// date and on or before To's (whole days, inclusive), each date read in
 	// the time's own location: a date in Europe/Berlin starts at Berlin's
@@ -38,8 +40,11 @@ type OrderPage struct {
 	// MatchOrder says the orders come in match order (a search), not in
 	// the order Query.Sort asked for.
 	MatchOrder bool
-	Page       int
-	PerPage    int
+	// SortTooBroad says a sort was asked for with Q but more than
+	// MaxCandidates orders match: they come in match order.
+	SortTooBroad bool
+	Page         int
+	PerPage      int
 }
 
 // Sort names an order of the List: a field, descending when it starts

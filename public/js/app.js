@@ -146,7 +146,27 @@
     const ctx = e.detail?.ctx, body = ctx?.request?.body;
     if (!aimsAtResults(ctx) || !(body instanceof FormData)) return;
     new Set([...body.keys()]).forEach((k) => { if (body.getAll(k).every((v) => v === "")) body.delete(k); });
+    // The List shows what its search box says: a query already asked for
+    // (Enter and the box's search event after typing) is not asked again,
+    // and any other is, the same text typed again after Escape too (htmx's
+    // "changed" would remember the text from before the Escape).
+    const q = listQuery(ctx.request.action, body);
+    if (ctx.sourceElement?.closest?.("form#search") && q === (asked ?? listQuery(results()?.getAttribute("hx-get") || location.href))) {
+      e.preventDefault();
+      return;
+    }
+    asked = q;
   });
+  // asked is the query of the last request for the results (null: the
+  // one the results show); listQuery writes a query one way only.
+  let asked = null;
+  function listQuery(action, body) {
+    const u = new URL(action, location.href), p = [];
+    if (body) { for (const k of body.keys()) u.searchParams.delete(k); for (const [k, v] of body) u.searchParams.append(k, v); }
+    for (const [k, v] of u.searchParams) if (v !== "" && !(k === "page" && v === "1")) p.push(encodeURIComponent(k) + "=" + encodeURIComponent(v));
+    return u.pathname + "?" + p.sort().join("&");
+  }
+  ["htmx:before:history:restore", "htmx:response:error", "htmx:error"].forEach((t) => on(t, () => { asked = null; }));
 
   // Once new results arrive: "page" focuses the summary (scrolled to), "sort"
   // the same header, "delete" the row that took the deleted one's place.

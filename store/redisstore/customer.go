@@ -100,13 +100,10 @@ func (s *Store) customerDupSet(t string, depth int) string {
 	return s.customerTermSet(t) + ":" + strconv.Itoa(depth)
 }
 
-// customerTerms are the search terms of c: the words of its name and its
-// company, its email and its phone's digits, folded.
+// customerTerms are the search terms of c: the words of its name, its
+// company and its email (wordTerms), and its phone's digits, folded.
 func customerTerms(c *store.Customer) []string {
-	terms := append(wordsOf(foldTerm(c.Name)), wordsOf(foldTerm(c.Company))...)
-	if c.Email != "" {
-		terms = append(terms, foldTerm(c.Email))
-	}
+	terms := wordTerms(wordTerms(wordTerms(nil, c.Name), c.Company), c.Email)
 	if d := store.CustomerDigits(c.Phone); d != "" {
 		terms = append(terms, d)
 	}

@@ -19,9 +19,11 @@ import (
 // when dates are given): O(log N + page), in two or three pipelined round
 // trips whatever the page size. One search term is a range of the term
 // index (search.go), also O(log N + page) with an exact total. Several
-// terms, and a search or a date range combined with another filter or
-// sort, examine at most MaxCandidates orders (Page.TotalIsLowerBound says
-// when it stopped early).
+// terms intersect their matches from the indexes (search.go); they, and
+// a search or a date range combined with another filter, examine at most
+// MaxCandidates orders (Page.TotalIsLowerBound says when it stopped
+// early). A search in a sort asked for is sorted when it has at most
+// MaxCandidates matches (searchSorted).
 func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.OrderPage, error) {
 	q.Normalize()
 	out := store.OrderPage{Page: q.Page, PerPage: q.PerPage, Orders: []store.Order{}}
@@ -38,6 +40,12 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 		return out, nil
 	}
 	dated := !q.From.IsZero() || !q.To.IsZero()
+	if len(terms) > 0 && q.SortAsked {
+		if ok, err := s.searchSorted(ctx, q, terms, offset, keep, &out); err != nil || ok {
+			return out, err
+		}
+		out.SortTooBroad = true
+	}
 	switch {
 	case len(terms) == 0 && (!dated || q.Sort.Field() == "created"):
 		return out, s.listSorted(ctx, q, offset, keep, &out)
@@ -61,7 +69,11 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 			}
 		}
 	}
-	ids, more, err := s.termCandidates(ctx, terms[driver], q.Status)
+	limit := store.MaxCandidates
+	if !dated {
+		limit = intersectLimit(terms, counts, driver)
+	}
+	ids, more, err := s.termCandidatesUpTo(ctx, terms[driver], q.Status, limit)
 	if err != nil {
 		return out, err
 	}
@@ -70,21 +82,19 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 		ids = append([]int64{id}, slices.DeleteFunc(ids, func(x int64) bool { return x == id })...)
 	}
 	// The other terms' matches, when each is a short term with at most
-	// MaxCandidates of them: the candidates outside any are dropped without
+	// limit of them: the candidates outside any are dropped without
 	// being read (one round trip per term instead of reading thousands of
 	// orders). When every term is known so and there is no date filter, the
 	// candidates left are the answer (they are of the query's status
 	// already: each status has its own term sets).
 	allKnown := !dated
-	for i, t := range terms {
-		if i == driver {
-			continue
-		}
-		if counts[i] > store.MaxCandidates || len(t) > dupDepth {
+	for _, i := range byCount(counts, driver) {
+		t := terms[i]
+		if !readCheaper(counts[i], limit, len(ids)) || len(t) > dupDepth {
 			allKnown = false
 			continue
 		}
-		tids, tmore, err := s.termCandidates(ctx, t, q.Status)
+		tids, tmore, err := s.termCandidatesUpTo(ctx, t, q.Status, limit)
 		if err != nil {
 			return out, err
 		}
@@ -100,6 +110,10 @@ func (s *Store) ListOrders(ctx context.Context, q store.OrderQuery) (store.Order
 			in[id] = true // the order the digits name, if it exists
 		}
 		ids = slices.DeleteFunc(ids, func(id int64) bool { return !in[id] })
+	}
+	if !allKnown && len(ids) > store.MaxCandidates {
+		// Still to be read and checked: at most MaxCandidates of them.
+		ids, more = ids[:store.MaxCandidates], true
 	}
 	all := func(o *store.Order) bool {
 		if !keep(o) {

@@ -112,10 +112,10 @@ func (s *Store) productDupSet(t, part string, depth int) string {
 	return s.productTermSet(t, part) + ":" + strconv.Itoa(depth)
 }
 
-// productTerms are the search terms of p: the words of its name and its
-// SKU, folded.
+// productTerms are the search terms of p: the words of its name
+// (wordTerms) and its SKU (codeTerm), folded.
 func productTerms(p *store.Product) []string {
-	return distinctTerms(append(wordsOf(foldTerm(p.Name)), foldTerm(p.SKU)))
+	return distinctTerms(append(wordTerms(nil, p.Name), codeTerm(p.SKU)))
 }
 
 func (s *Store) productEntries(p *store.Product) []ixEntry {

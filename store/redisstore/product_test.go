@@ -269,7 +269,7 @@ func oracleProducts(all []*store.Product, q, active string, sort store.Sort) []i
 	var hits []*store.Product
 	terms := oracleQueryTerms(foldProduct(q))
 	termsOf := func(p *store.Product) []string {
-		ts := append(strings.Fields(foldProduct(p.Name)), foldProduct(p.SKU))
+		ts := append(oracleRuns(foldProduct(p.Name)), strings.Join(oracleWords(foldProduct(p.SKU)), " "))
 		slices.Sort(ts)
 		// A term that starts another is listed under the longer one.
 		return slices.DeleteFunc(ts, func(t string) bool {

@@ -600,10 +600,12 @@ func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(keys []str
 // total sets per status only, ix:name, and the search terms split by their
 // first character (3 was a development version); 5 splits the search terms
 // by status too; 6 adds the customers by their last order and counts the
-// time down in a customer's orders index. Repair moves the entries from an
-// earlier layout's sets into this one's (an entry in a set its order does
-// not belong in is stale) and builds the customers by their last order.
-const Layout = "6"
+// time down in a customer's orders index; 7 writes search terms as runs of
+// words ("berners lee", the parts of an email, "kbd 60"). Repair moves the
+// entries from an earlier layout's sets into this one's (an entry in a set
+// its order does not belong in is stale, as is a term written the old way)
+// and builds the customers by their last order.
+const Layout = "7"
 
 func (s *Store) layoutKey() string { return s.prefix + "layout" }
 

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -17,10 +18,16 @@ import (
 	"orders/store"
 )
 
-// Search: an order matches q when every term of q matches it. Every order
-// has search terms: each word of its customer name, its email address and
-// each item's SKU, folded (foldTerm). A query term matches an order when it
-// is a prefix of one of them (or is the order's id).
+// Search: an order matches q when every term of q matches it. Text is
+// split into words the way names are (wordsOf: at anything that is not a
+// letter, digit or mark), and a search term is a run of words joined by one
+// space. Every order has search terms: for each word of its customer name
+// and of its email address, that word and the words after it ("tim berners
+// lee", "berners lee", "lee"; "ada example com", "example com", "com"), and
+// each item's SKU as one run ("kbd 60"). A query term is split the same way
+// ("Berners-Lee" → "berners lee", "ada@exa" → "ada exa") and matches an
+// order when it is a prefix of one of its terms (or is the order's id): a
+// prefix of a word, or of consecutive words from the first on.
 //
 // The term index ix:{w} is one lexicographic sorted set of members
 // "term NUL inverted-id": a prefix p is the range [p, p\xff), in match order
@@ -48,9 +55,11 @@ import (
 //
 // Terms longer than dupDepth bytes, several terms, and a term with a date
 // filter walk candidates instead: the matches of the most selective term
-// (in the query's status), in match order, each checked against the rest
-// of the query, at most MaxCandidates of them; past that the total is a
-// lower bound.
+// (in the query's status), in match order. The other terms' matches are
+// read as id sets and intersected with them, rarest first, while that is
+// cheaper than reading the candidates left (intersectLimit, readCheaper);
+// the candidates left are then checked against the rest of the query, at
+// most MaxCandidates of them; past that the total is a lower bound.
 
 // dupDepth is the longest query term (in bytes) answered from the dup sets.
 const dupDepth = 16
@@ -162,17 +171,31 @@ func wordsOf(s string) []string {
 // orderTerms returns o's search terms, sorted, each once, without a term
 // that is a prefix of another (whatever matches it matches the longer one).
 func orderTerms(o *store.Order) []string {
-	terms := wordsOf(foldTerm(o.Customer))
-	if o.Email != "" {
-		terms = append(terms, foldTerm(o.Email))
-	}
+	terms := wordTerms(nil, o.Customer)
+	terms = wordTerms(terms, o.Email)
 	for i := range o.Items {
-		if sku := o.Items[i].SKU; sku != "" {
-			terms = append(terms, foldTerm(sku))
+		if sku := codeTerm(o.Items[i].SKU); sku != "" {
+			terms = append(terms, sku)
 		}
 	}
 	return distinctTerms(terms)
 }
+
+// wordTerms appends the search terms of text made of words (a name, a
+// company, an email address): for each word, the run of words from it to
+// the end, joined by a space, so that a query of consecutive words is a
+// prefix of one term.
+func wordTerms(out []string, text string) []string {
+	w := wordsOf(foldTerm(text))
+	for i := range w {
+		out = append(out, strings.Join(w[i:], " "))
+	}
+	return out
+}
+
+// codeTerm is the one search term of a code (a SKU): its words joined by a
+// space ("KBD-60" → "kbd 60"), so that it is found from its start only.
+func codeTerm(code string) string { return strings.Join(wordsOf(foldTerm(code)), " ") }
 
 // distinctTerms sorts terms and drops each that starts another: whatever
 // finds it finds the longer one, so the record is listed under that.
@@ -233,29 +256,16 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
-// queryTerms splits a query into folded terms: at spaces, and at
-// punctuation and symbols ("Hopper," → "hopper"; "O'Brien" → "o", "brien",
-// as the words of a name are split), except the characters that belong in
-// a prefix of an email or SKU (". - _ @ +": "grace.h", "kbd-6"). A term with
-// an @ or a dot may be an email: only its ends are trimmed ("pat.o'b",
-// "pat.o'brien@example.com").
+// queryTerms splits a query into folded terms at white space; each term's
+// words (wordsOf, as a name's are split) are joined by one space, so that
+// "Berners-Lee", "O'Brien", "jean-luc" and "ada@exa" match those words in a
+// row ("berners lee") and punctuation around a word ("Hopper,") is dropped.
+// A part with no letter or digit is no term.
 func queryTerms(q string) []string {
 	var out []string
-	add := func(t string) {
-		if t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	split := func(r rune) bool {
-		return (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
-	}
 	for _, f := range strings.Fields(foldTerm(q)) {
-		if strings.ContainsAny(f, "@.") {
-			add(strings.TrimFunc(f, split))
-			continue
-		}
-		for _, t := range strings.FieldsFunc(f, split) {
-			add(t)
+		if t := strings.Join(wordsOf(f), " "); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
 	return out
@@ -574,12 +584,52 @@ func (s *Store) termCounts(ctx context.Context, terms []string, st store.Status)
 	return out, nil
 }
 
-// termCandidates returns, in match order and each once, up to
-// MaxCandidates orders in status st (every status when empty) matching
-// term t, and whether there may be more (lexCandidates).
-func (s *Store) termCandidates(ctx context.Context, t string, st store.Status) ([]int64, bool, error) {
+// termCandidatesUpTo returns, in match order and each once, up to limit
+// orders in status st (every status when empty) matching term t, and
+// whether there may be more (lexCandidates).
+func (s *Store) termCandidatesUpTo(ctx context.Context, t string, st store.Status, limit int) ([]int64, bool, error) {
 	sets := s.termSets(t, st)
-	return s.lexCandidates(ctx, sets[:len(sets)/2], t, store.MaxCandidates)
+	return s.lexCandidates(ctx, sets[:len(sets)/2], t, limit)
+}
+
+// maxIntersect bounds the index entries a search of several terms reads
+// from each term's sets (a full name at a million orders: each word 50,000
+// matches, the name 2,500): the matches are the intersection of the terms'
+// ids, found from the indexes alone, with an exact total, where reading
+// MaxCandidates orders to check them would give a lower bound.
+const maxIntersect = 100_000
+
+// intersectLimit is how many matches of each term a search of several
+// terms reads (counts are the terms' exact counts, driver the rarest):
+// MaxCandidates, or maxIntersect when the rarest has more than
+// MaxCandidates, at most maxIntersect, and is short enough for an exact
+// count. A term with more than the limit is not read: the candidates left
+// are read and checked against it, at most MaxCandidates of them.
+func intersectLimit(terms []string, counts []int64, driver int) int {
+	if len(terms) < 2 || counts[driver] > maxIntersect || len(terms[driver]) > dupDepth {
+		return store.MaxCandidates
+	}
+	return maxIntersect
+}
+
+// readCheaper says whether the matches of a term with count matches are
+// read (to intersect) rather than the candidates left (n of them) read
+// and checked against it: a term with at most limit matches, unless the
+// candidates are few enough to check and far fewer than its matches.
+func readCheaper(count int64, limit, n int) bool {
+	return count <= int64(limit) && (n > store.MaxCandidates || count <= 10*int64(n))
+}
+
+// byCount lists the indexes of terms but driver, fewest matches first.
+func byCount(counts []int64, driver int) []int {
+	var out []int
+	for i := range counts {
+		if i != driver {
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(counts[a], counts[b]) })
+	return out
 }
 
 // lexCandidates returns, in match order (by member) and each once, up to

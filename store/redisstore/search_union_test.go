@@ -503,12 +503,12 @@ func TestUnionClusterSettleListsAnOrderTwice(t *testing.T) {
 	ms, err := tg.Client.ZRange(ctx, f.prefix+"ix:{w}:pending:k", 0, -1).Result()
 	must(t, err)
 	for _, m := range ms {
-		if strings.HasPrefix(m, "kbd-61\x00") {
+		if strings.HasPrefix(m, "kbd 61\x00") {
 			member = m
 		}
 	}
 	if member == "" {
-		t.Fatalf("no kbd-61 entry among %q", ms)
+		t.Fatalf("no entry for KBD-61 among %q", ms)
 	}
 	var pages []store.OrderPage
 	h := &splitZAdd{key: f.prefix + "ix:{w}:confirmed:k", member: member, between: func() {
