@@ -107,6 +107,9 @@ type kind[T any] struct {
 	// derived, when set, checks (and with fix sets right) what changed
 	// keeps: Repair runs it after every kind's own indexes are repaired.
 	derived func(s *Store, ctx context.Context, fix bool, r *RepairReport) error
+	// final, when set, makes deletes final: nothing is kept for a restore
+	// (accounts, whose sessions and tokens end with them).
+	final bool
 	// example is a valid record as a create of it stores it, another for
 	// each n (its unique values differ with n), and the validation's
 	// messages if it is not valid: the shared store tests write it to
@@ -368,6 +371,96 @@ func deleteRecord[T any](ctx context.Context, s *Store, k *kind[T], id, ifMatch,
 		return nil, checkVersions(k, cur, id, ifMatch, v, true)
 	})
 	return err
+}
+
+// restoreRecord brings back record id of kind k, deleted within the undo
+// window, through the one write path: its values as the delete kept them
+// (undoKey, in its slot), its id, claims and index entries, at the next
+// version, with a "restored" history entry and event. The kept values go
+// in the same transaction, so a record is restored once. Refused: a
+// record that is stored (ECONFLICT), a delete older than the window
+// (EGONE: its tombstone is there, the kept values are not), an id never
+// used (ENOTFOUND), a claim another record took meanwhile (claimTaken's
+// EINVALID); nothing is written then.
+//
+// check, when set, refuses a kept record the caller cannot restore as it
+// prepared for (an order's customer link, held before the write); a write
+// guard already in ctx for the record (that link's hold) holds too.
+func restoreRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, check func(r *T) error) (*T, error) {
+	key := k.key(s, id)
+	undo := undoKey(key)
+	var kept *redis.MapStringStringCmd // read under the write's WATCH
+	var gone *redis.IntCmd
+	g := guard{key: key, watch: []string{undo}, revive: true,
+		reads: func(ctx context.Context, p redis.Pipeliner) func(map[string]string) error {
+			kept, gone = p.HGetAll(ctx, undo), p.Exists(ctx, key+":gone")
+			return nil
+		},
+		also: func(ctx context.Context, p redis.Pipeliner) { p.Del(ctx, undo) },
+	}
+	if outer, ok := ctx.Value(guardKey{}).(guard); ok && outer.key == key {
+		g = g.and(outer)
+	}
+	ch, err := write(guarded(ctx, g), s, k, id, func(cur *T) (*T, error) {
+		if cur != nil {
+			return nil, store.Errorf(store.ECONFLICT, "%s %d is not deleted: there is nothing to restore", k.noun, id)
+		}
+		var h map[string]string
+		wasGone := false
+		if kept != nil {
+			h, wasGone = kept.Val(), gone.Val() > 0
+			kept, gone = nil, nil
+		} else {
+			// A Cluster write plans before its WATCH (plan): a plain read,
+			// checked again under the WATCH.
+			var err error
+			if h, err = s.rdb.HGetAll(ctx, undo).Result(); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+			n, err := s.rdb.Exists(ctx, key+":gone").Result()
+			if err != nil {
+				return nil, err
+			}
+			wasGone = n > 0
+		}
+		r, ok := k.decode(id, h)
+		switch {
+		case ok && !k.final:
+			if check != nil {
+				if err := check(r); err != nil {
+					return nil, err
+				}
+			}
+			m := k.meta(r)
+			*m.Version++
+			*m.UpdatedAt = s.now().UTC().Truncate(time.Second)
+			return r, nil
+		case wasGone && !k.final:
+			return nil, store.Errorf(store.EGONE, "%s %d was deleted more than %s ago: it can no longer be restored", k.noun, id, undoWindowWords(s.undoWindow))
+		case wasGone:
+			return nil, store.Errorf(store.EGONE, "a deleted %s cannot be restored", k.noun)
+		}
+		return nil, k.notFound(id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch.After, nil
+}
+
+// undoKey is where a deleted record's values are kept for a restore, in
+// its slot (the record key's hash tag).
+func undoKey(recordKey string) string { return recordKey + ":undo" }
+
+// undoWindowWords says a window as a person reads it: "10 minutes".
+func undoWindowWords(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		if d == time.Minute {
+			return "1 minute"
+		}
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return d.String()
 }
 
 // checkVersions is the not-found, If-Match and body-version check of a

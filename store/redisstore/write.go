@@ -212,9 +212,46 @@ type guard struct {
 	reads func(ctx context.Context, p redis.Pipeliner) (check func(h map[string]string) error)
 	watch []string
 	also  func(ctx context.Context, p redis.Pipeliner)
+	// revive lets the write bring back a record whose tombstone is there
+	// (a restore); its history entry and event say "restored".
+	revive bool
 }
 
 type guardKey struct{}
+
+// and is g with o's conditions too: both reads, both checks (g's first),
+// both watch lists and both MULTI additions.
+func (g guard) and(o guard) guard {
+	out := g
+	out.watch = append(slices.Clip(g.watch), o.watch...)
+	out.revive = g.revive || o.revive
+	out.reads = func(ctx context.Context, p redis.Pipeliner) func(map[string]string) error {
+		var checks []func(map[string]string) error
+		for _, r := range []func(context.Context, redis.Pipeliner) func(map[string]string) error{g.reads, o.reads} {
+			if r != nil {
+				if c := r(ctx, p); c != nil {
+					checks = append(checks, c)
+				}
+			}
+		}
+		return func(h map[string]string) error {
+			for _, c := range checks {
+				if err := c(h); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	out.also = func(ctx context.Context, p redis.Pipeliner) {
+		for _, a := range []func(context.Context, redis.Pipeliner){g.also, o.also} {
+			if a != nil {
+				a(ctx, p)
+			}
+		}
+	}
+	return out
+}
 
 // guarded returns ctx with g: the write of g.key under it checks g (every
 // attempt, under the WATCH).
@@ -312,7 +349,7 @@ func (a *writeAttempt[T]) commit(ctx context.Context) func(tx *redis.Tx) error {
 		if next == cur {
 			return nil
 		}
-		if cur == nil && next != nil && (len(h) > 0 || gone) {
+		if cur == nil && next != nil && (len(h) > 0 || (gone && !a.guard.revive)) {
 			// Ids are never reused: not over a damaged record, and not
 			// for a record deleted within tombstoneTTL (a retried create,
 			// a counter that went back).
@@ -432,10 +469,21 @@ func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, nex
 		p.HSet(ctx, a.key, k.encode(next)...)
 	} else {
 		p.Set(ctx, a.tomb, "1", tombstoneTTL)
+		if !k.final {
+			// Its values, for a restore within the undo window.
+			u := undoKey(a.key)
+			p.Del(ctx, u)
+			p.HSet(ctx, u, k.encode(cur)...)
+			p.PExpire(ctx, u, s.undoWindow)
+		}
 	}
 	// The history entry, in the same transaction (its key has the
 	// record's hash tag, and is watched): exactly one per change.
-	queueHistory(ctx, p, a.key, tail, changeEntry(ctx, k, cur, next, s.now()))
+	e := changeEntry(ctx, k, cur, next, s.now())
+	if a.restoring(cur, next) {
+		e.Action, e.Changes, e.Items = store.ActionRestored, nil, nil
+	}
+	queueHistory(ctx, p, a.key, tail, e)
 	if a.guard.also != nil {
 		a.guard.also(ctx, p)
 	}
@@ -449,7 +497,7 @@ func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, nex
 		}
 		// The event too, where the stream shares the transaction
 		// (events.go).
-		if action, data := changeEvent(k, cur, next); action != "" {
+		if action, data := changeEvent(k, cur, next, a.restoring(cur, next)); action != "" {
 			queueEvent(ctx, p, k.eventsKey(s), action, data)
 		}
 	}
@@ -467,7 +515,7 @@ func (a *writeAttempt[T]) finish(ctx context.Context) {
 		// goes: a crash in between leaves the intent, whose settle marks
 		// them again.
 		if markDerived(ctx, s, a.k, movedEntries(a.before, a.after)) == nil &&
-			publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After) == nil {
+			publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After, a.restoring(a.ch.Before, a.ch.After)) == nil {
 			s.rdb.HDel(ctx, s.intentsKey(), a.field)
 		}
 		return
@@ -478,6 +526,12 @@ func (a *writeAttempt[T]) finish(ctx context.Context) {
 	// this settle may then have written entries of a state that is no
 	// more: the intent again.
 	_ = s.intentAgain(ctx, a.k.name, a.id, stale)
+}
+
+// restoring reports whether a change from cur to next brings back a
+// deleted record (a restore's write).
+func (w *writer[T]) restoring(cur, next *T) bool {
+	return w.guard.revive && cur == nil && next != nil
 }
 
 // sameVersion reports whether a and b are the same state of a record: both
@@ -949,12 +1003,14 @@ func (k *kind[T]) eventsKey(s *Store) string {
 }
 
 // changeEvent is the event of a change from cur to next (nil, nil when
-// the kind has no events).
-func changeEvent[T any](k *kind[T], cur, next *T) (action string, data []byte) {
+// the kind has no events); restored: a restore's.
+func changeEvent[T any](k *kind[T], cur, next *T, restored bool) (action string, data []byte) {
 	if k.event == nil {
 		return "", nil
 	}
 	switch {
+	case restored:
+		return store.ActionRestored, k.event(next)
 	case cur == nil:
 		return store.ActionCreated, k.event(next)
 	case next == nil:
