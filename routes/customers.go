@@ -188,6 +188,10 @@ func (m customerMember) remove(ctx context.Context, id, ifMatch, version int64) 
 	return m.s.DeleteCustomer(ctx, id, ifMatch, version)
 }
 
+func (m customerMember) restore(ctx context.Context, id int64) (*store.Customer, error) {
+	return m.s.RestoreCustomer(ctx, id)
+}
+
 func (m customerMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {
 	return m.s.CustomerHistory(ctx, id, cursor, perPage)
 }

@@ -223,6 +223,10 @@ func (m orderMember) remove(ctx context.Context, id, ifMatch, version int64) err
 	return m.s.DeleteOrder(ctx, id, ifMatch, version)
 }
 
+func (m orderMember) restore(ctx context.Context, id int64) (*store.Order, error) {
+	return m.s.RestoreOrder(ctx, id)
+}
+
 func (m orderMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {
 	return m.s.OrderHistory(ctx, id, cursor, perPage)
 }

@@ -115,6 +115,10 @@ func (m productMember) remove(ctx context.Context, id, ifMatch, version int64) e
 	return m.s.DeleteProduct(ctx, id, ifMatch, version)
 }
 
+func (m productMember) restore(ctx context.Context, id int64) (*store.Product, error) {
+	return m.s.RestoreProduct(ctx, id)
+}
+
 func (m productMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {
 	return m.s.ProductHistory(ctx, id, cursor, perPage)
 }

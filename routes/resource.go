@@ -97,6 +97,9 @@ type resource struct {
 	// Own, when set, are the actions a person may take on their own
 	// record whatever their role (their account).
 	Rights rights
+	// Restores says its deletes can be undone: its store restores a
+	// record deleted within the undo window (restorer, set by newMembers).
+	Restores bool
 	Own    func(action) bool
 }
 
@@ -455,7 +458,14 @@ func newMembers[T, In any, Own interface {
 	recordStore[T, In]
 	memberPages[T, In]
 }](r *resource, fs fields[In], newNav string, own Own) *members[T, In] {
+	_, r.Restores = any(own).(restorer[T])
 	return &members[T, In]{R: r, fields: fs, store: own, pages: own, newNav: newNav}
+}
+
+// restorer is a recordStore whose deletes can be undone: restore brings
+// back record id deleted within the undo window, as the store says.
+type restorer[T any] interface {
+	restore(ctx context.Context, id int64) (*T, error)
 }
 
 // recordStore is what members needs of the store for one resource.
@@ -705,6 +715,12 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if restore, err := restoreAsked(c); err != nil || restore {
+		if err != nil {
+			return nil, err
+		}
+		return m.restore(c, rp, id)
+	}
 	in, err := decodeBody(c, m.fields)
 	if err != nil {
 		return nil, err
@@ -800,7 +816,11 @@ func (m *members[T, In]) delete(c *fiber.Ctx, rp repr) (*response, error) {
 		return gone(c, rp, m.R, id, err)
 	}
 	// 204 in JSON; HTML answers 200 (respond): htmx swaps nothing on a 204.
-	out := &response{Status: fiber.StatusNoContent, Notice: successNotice(m.R.Named(id) + " deleted."),
+	done := successNotice(m.R.Named(id) + " deleted.")
+	if m.R.Restores {
+		done.Undo = m.R.MemberPath(id)
+	}
+	out := &response{Status: fiber.StatusNoContent, Notice: done,
 		Redirect: m.R.Path(),
 		// From the record's own page: there is nothing left to show there.
 		HXLocation: m.R.Path()}
