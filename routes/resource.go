@@ -98,9 +98,9 @@ type resource struct {
 	// record whatever their role (their account).
 	Rights rights
 	// Restores says its deletes can be undone: its store restores a
-	// record deleted within the undo window (restorer, set by newMembers).
+	// record deleted within the undo window (restorer; newMembers checks).
 	Restores bool
-	Own    func(action) bool
+	Own      func(action) bool
 }
 
 // example is a resource's valid values, from which the shared test suites
@@ -349,8 +349,15 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 				return err
 			}
 			// The person's rights before anything is read or written: a
-			// refused request changes nothing.
-			if err := res.allow(c, a); err != nil {
+			// refused request changes nothing. Undoing a delete (a PUT
+			// with restore) takes the right to delete.
+			need := a
+			if a == actUpdate && res.Restores && c.Method() == fiber.MethodPut {
+				if restore, _ := restoreAsked(c); restore {
+					need = actDelete
+				}
+			}
+			if err := res.allow(c, need); err != nil {
 				return err
 			}
 			// Who changes records through this request, and how: the
@@ -458,7 +465,9 @@ func newMembers[T, In any, Own interface {
 	recordStore[T, In]
 	memberPages[T, In]
 }](r *resource, fs fields[In], newNav string, own Own) *members[T, In] {
-	_, r.Restores = any(own).(restorer[T])
+	if _, ok := any(own).(restorer[T]); ok != r.Restores {
+		panic("resource " + r.Plural + ": Restores must say whether its store restores deleted records")
+	}
 	return &members[T, In]{R: r, fields: fs, store: own, pages: own, newNav: newNav}
 }
 
