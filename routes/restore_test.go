@@ -87,6 +87,14 @@ func TestEveryResourceUndoesADeleteThroughItsOwnURI(t *testing.T) {
 				if got, _ := s.fetch(t, a, m.ID); got.Version != 4 {
 					t.Errorf("after the plain form's restore: version %d, want 4", got.Version)
 				}
+
+				// htmx from the record's own page: HX-Location to the List,
+				// whose page shows the flash with its Undo.
+				r = a.do(t, http.MethodDelete, member+"?version=4", testutil.NoBody, testutil.HXTo("main#main")).
+					WantStatus(t, http.StatusOK).WantHeader(t, "HX-Location", s.R.Path())
+				a.get(t, s.R.Path(), testutil.HPage.With(testutil.H{"Cookie": flashOf(t, r)})).WantStatus(t, http.StatusOK).
+					WantContains(t, `hx-put="`+member+`"`, ">Undo<")
+				a.do(t, http.MethodPut, member, testutil.JSON(map[string]any{"restore": true}), testutil.HJSON).WantStatus(t, http.StatusOK)
 			})
 		}
 	})
