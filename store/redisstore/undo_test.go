@@ -344,3 +344,62 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestTwoRestoresRacingBringTheRecordBackOnce: several restores of one
+// deleted order race (as two people pressing Undo on two instances): one
+// wins, the others are refused as not deleted, and the history has one
+// "restored" entry.
+func TestTwoRestoresRacingBringTheRecordBackOnce(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			a := fresh(t, tg)
+			b := redisstore.New(testutil.SecondClient(t, tg), redisstore.Options{Prefix: a.prefix, Cluster: tg.Cluster})
+			ctx := context.Background()
+			for round := range testutil.Pick(3, 20) {
+				o := a.create(t, fmt.Sprintf("Racer %d", round))
+				if err := a.s.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				errs := make([]error, 6)
+				var wg sync.WaitGroup
+				for i := range errs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s := a.s
+						if i%2 == 1 {
+							s = b
+						}
+						_, errs[i] = s.RestoreOrder(ctx, o.ID)
+					}()
+				}
+				wg.Wait()
+				won := 0
+				for _, err := range errs {
+					switch {
+					case err == nil:
+						won++
+					case store.ErrorCode(err) != store.ECONFLICT:
+						t.Errorf("round %d: a losing restore got %v, want %s", round, err, store.ECONFLICT)
+					}
+				}
+				if won != 1 {
+					t.Fatalf("round %d: %d restores won, want exactly 1 (%v)", round, won, errs)
+				}
+				p, err := a.s.OrderHistory(ctx, o.ID, "", 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, e := range p.Entries {
+					if e.Action == store.ActionRestored {
+						n++
+					}
+				}
+				if n != 1 || p.Entries[0].Action != store.ActionRestored {
+					t.Errorf("round %d: %d restored entries in %+v, want one, the newest", round, n, p.Entries)
+				}
+			}
+		})
+	}
+}
