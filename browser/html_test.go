@@ -368,6 +368,15 @@ func TestHTMLValid(t *testing.T) {
 			"items[0][name]": {"Chalk"}, "items[0][quantity]": {"3"}, "items[0][unit_price]": {"0.40"}}})
 	d.fetch("row-deleted", hreq{method: "DELETE", path: "/orders/" + id(doomed) + "?version=" + version(doomed),
 		target: "tr#order-row-" + id(doomed), want: 200})
+	// The delete's notice offers Undo: on the List after a plain form's
+	// redirect (the flash), and the restore's answers (htmx, then the
+	// plain form's redirect target).
+	d.fetch("notice-undo", hreq{method: "GET", path: "/orders", want: 200,
+		cookie: "notice=" + url.QueryEscape("success|/orders/"+id(doomed)+":Order "+id(doomed)+" deleted.")})
+	d.fetch("restored", hreq{method: "PUT", path: "/orders/" + id(doomed), target: "main#main", want: 200,
+		form: url.Values{"restore": {"1"}}})
+	d.fetch("row-deleted", hreq{method: "DELETE", path: "/orders/" + id(doomed) + "?version=" + fmt.Sprint(doomed.Version+1),
+		target: "tr#order-row-" + id(doomed), want: 200})
 
 	// Delete's confirmation page; a row's Remove without
 	// JavaScript; the answers about an order deleted elsewhere (the row, the

@@ -19,7 +19,7 @@ import (
 )
 
 // customerResource is the customer collection.
-var customerResource = &resource{Name: "customer", Plural: "customers", Title: "Customer", ETagPrefix: "c", Feed: store.CustomerEvents, Listing: customerListing, Rights: recordRights,
+var customerResource = &resource{Name: "customer", Plural: "customers", Title: "Customer", ETagPrefix: "c", Feed: store.CustomerEvents, Listing: customerListing, Rights: recordRights, Restores: true,
 	Nav: []navEntry{{Key: "customers", Label: "Customers",
 		Description: "The customers: the people and companies orders are for, with their contact details and addresses."}},
 	describe: func(rec any) string {
@@ -186,6 +186,10 @@ func (m customerMember) update(ctx context.Context, id int64, in store.CustomerI
 
 func (m customerMember) remove(ctx context.Context, id, ifMatch, version int64) error {
 	return m.s.DeleteCustomer(ctx, id, ifMatch, version)
+}
+
+func (m customerMember) restore(ctx context.Context, id int64) (*store.Customer, error) {
+	return m.s.RestoreCustomer(ctx, id)
 }
 
 func (m customerMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {

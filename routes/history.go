@@ -75,7 +75,7 @@ type entryView struct {
 // Summary says who did what: "Updated by alice (web), version 3".
 func (e entryView) Summary() string {
 	what := map[string]string{store.ActionCreated: "Created", store.ActionUpdated: "Changed",
-		store.ActionDeleted: "Deleted", store.ActionNote: "Note"}[e.Action]
+		store.ActionDeleted: "Deleted", store.ActionRestored: "Restored", store.ActionNote: "Note"}[e.Action]
 	if what == "" {
 		what = e.Action
 	}

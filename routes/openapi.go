@@ -583,6 +583,17 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 			responses(map[int]obj{200: answer("a page of "+plural+" with everything they hold", full)}, false))}
 	}
 	member := r.Path() + "/{id}"
+	putSummary, putBody := "change the fields sent; the others are kept", update
+	putAnswers := map[int]obj{200: answer("the "+title+" as saved", rec), 303: answer("a plain form's update", nil),
+		409: stale, 412: answer("If-Match names another version", errorSchema(rec)), 422: invalid}
+	if r.Restores {
+		// The undo of a delete: the same URI and method, a body of its own.
+		putSummary += `; or, with {"restore": true} alone, bring back a ` + title + ` deleted within the undo window (` + undoWindowWords + `)`
+		putBody = obj{"anyOf": []any{update, obj{"type": "object", "additionalProperties": false, "required": []string{"restore"},
+			"properties": obj{"restore": obj{"const": true, "description": "bring back the deleted " + title + ": its id, values and history, at the next version"}}}}}
+		putAnswers[404] = answer("no such "+title+", or (a restore) none deleted to restore", errorSchema(nil))
+		putAnswers[410] = answer("a restore past the undo window", errorSchema(nil))
+	}
 	shown := answer("the "+title, rec)
 	shown["headers"] = etag
 	deleteParams := []any{idParam, ifMatch,
@@ -590,9 +601,8 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 	paths[member] = obj{
 		"get": op("get"+r.Title, "a "+title, []any{idParam, ifNoneMatch}, nil,
 			responses(map[int]obj{200: shown, 304: obj{"description": "not modified"}}, false)),
-		"put": op("update"+r.Title, "change the fields sent; the others are kept", []any{idParam, ifMatch}, update,
-			responses(map[int]obj{200: answer("the "+title+" as saved", rec), 303: answer("a plain form's update", nil),
-				409: stale, 412: answer("If-Match names another version", errorSchema(rec)), 422: invalid}, true)),
+		"put": op("update"+r.Title, putSummary, []any{idParam, ifMatch}, putBody,
+			responses(putAnswers, true)),
 		"delete": op("delete"+r.Title, "delete a "+title, deleteParams, d.versionOnly(a),
 			responses(map[int]obj{204: obj{"description": "deleted"}, 200: answer("htmx: deleted (no main content)", nil),
 				303: answer("a plain form's delete", nil), 422: answer("a member that may not go (the last admin)", errorSchema(nil)),

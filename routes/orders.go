@@ -16,7 +16,7 @@ import (
 )
 
 // orderResource is the order resource.
-var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents, Listing: orderListing, Rights: recordRights,
+var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents, Listing: orderListing, Rights: recordRights, Restores: true,
 	Nav: []navEntry{
 		{Key: "orders", Label: "Orders", Description: "The order desk: find, sort, edit and follow every order."},
 		{Key: "inquiry", Label: "Inquiry", View: "inquiry", Description: "Every order with its items; search by name, email, SKU or order number."},
@@ -222,6 +222,10 @@ func (m orderMember) update(ctx context.Context, id int64, in orderIn, ifMatch i
 
 func (m orderMember) remove(ctx context.Context, id, ifMatch, version int64) error {
 	return m.s.DeleteOrder(ctx, id, ifMatch, version)
+}
+
+func (m orderMember) restore(ctx context.Context, id int64) (*store.Order, error) {
+	return m.s.RestoreOrder(ctx, id)
 }
 
 func (m orderMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {

@@ -20,7 +20,7 @@ import (
 )
 
 // productResource is the product catalogue.
-var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents, Listing: productListing,
+var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents, Listing: productListing, Restores: true,
 	// The catalogue is the managers': clerks only read it and add notes.
 	Rights: rights{Read: store.RoleViewer, Create: store.RoleManager, Update: store.RoleManager, Delete: store.RoleManager, Note: store.RoleClerk},
 	Nav: []navEntry{{Key: "products", Label: "Products",
@@ -113,6 +113,10 @@ func (m productMember) update(ctx context.Context, id int64, in store.ProductInp
 
 func (m productMember) remove(ctx context.Context, id, ifMatch, version int64) error {
 	return m.s.DeleteProduct(ctx, id, ifMatch, version)
+}
+
+func (m productMember) restore(ctx context.Context, id int64) (*store.Product, error) {
+	return m.s.RestoreProduct(ctx, id)
 }
 
 func (m productMember) history(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {

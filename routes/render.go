@@ -485,6 +485,8 @@ func (h *handlers) errorHandler(c *fiber.Ctx, err error) error {
 		switch se.Code {
 		case store.ENOTFOUND:
 			status, msg = fiber.StatusNotFound, se.Message
+		case store.EGONE:
+			status, msg = fiber.StatusGone, se.Message
 		case store.EINVALID:
 			status, msg, fields = fiber.StatusUnprocessableEntity, se.Message, se.Fields
 		case store.ECONFLICT:
@@ -671,7 +673,16 @@ const (
 type notice struct {
 	Kind string // noticeSuccess, noticeWarning or noticeError
 	Text string
+	// Undo, when set, is the member path of a record just deleted: the
+	// notice offers to bring it back (a PUT there with restore=1).
+	Undo string
 }
+
+// UndoWindow says how long an Undo is offered: "10 minutes".
+func (n *notice) UndoWindow() string { return undoWindowWords }
+
+// undoWindowWords is store.UndoWindow as a person reads it.
+var undoWindowWords = strconv.Itoa(int(store.UndoWindow/time.Minute)) + " minutes"
 
 func successNotice(text string) *notice { return &notice{Kind: noticeSuccess, Text: text} }
 func warningNotice(text string) *notice { return &notice{Kind: noticeWarning, Text: text} }
@@ -736,16 +747,40 @@ func takeFlash(c *fiber.Ctx) *notice {
 // encodeFlash and decodeFlash carry a notice in the flash cookie as
 // "kind:text"; a value without a known kind is shown whole as a success
 // (a plain text flash), so no cookie's text is lost.
-func encodeFlash(n *notice) string { return n.Kind + ":" + n.Text }
+// A notice with an Undo carries its path after the kind: "kind|path:text";
+// a path that is no registered resource's member is dropped.
+func encodeFlash(n *notice) string {
+	if n.Undo != "" {
+		return n.Kind + "|" + n.Undo + ":" + n.Text
+	}
+	return n.Kind + ":" + n.Text
+}
 
 func decodeFlash(s string) *notice {
-	if kind, text, ok := strings.Cut(s, ":"); ok {
+	if head, text, ok := strings.Cut(s, ":"); ok {
+		kind, undo, _ := strings.Cut(head, "|")
 		switch kind {
 		case noticeSuccess, noticeWarning, noticeError:
-			return &notice{Kind: kind, Text: text}
+			n := &notice{Kind: kind, Text: text}
+			if undoPath(undo) {
+				n.Undo = undo
+			}
+			return n
 		}
 	}
 	return successNotice(s)
+}
+
+// undoPath reports whether p is the member path of a registered resource
+// whose deletes can be undone.
+func undoPath(p string) bool {
+	for _, r := range resources {
+		if rest, ok := strings.CutPrefix(p, r.Path()+"/"); ok && r.Restores {
+			id, ok := store.ParseID(rest)
+			return ok && r.MemberPath(id) == p
+		}
+	}
+	return false
 }
 
 // views renders the templates that gofiber/template/html loads, without its

@@ -98,7 +98,10 @@ type resource struct {
 	// Own, when set, are the actions a person may take on their own
 	// record whatever their role (their account).
 	Rights rights
-	Own    func(action) bool
+	// Restores says its deletes can be undone: its store restores a
+	// record deleted within the undo window (restorer; newMembers checks).
+	Restores bool
+	Own      func(action) bool
 }
 
 // example is a resource's valid values, from which the shared test suites
@@ -347,8 +350,15 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 				return err
 			}
 			// The person's rights before anything is read or written: a
-			// refused request changes nothing.
-			if err := res.allow(c, a); err != nil {
+			// refused request changes nothing. Undoing a delete (a PUT
+			// with restore) takes the right to delete.
+			need := a
+			if a == actUpdate && res.Restores && c.Method() == fiber.MethodPut {
+				if restore, _ := restoreAsked(c); restore {
+					need = actDelete
+				}
+			}
+			if err := res.allow(c, need); err != nil {
 				return err
 			}
 			// Who changes records through this request, and how: the
@@ -456,7 +466,16 @@ func newMembers[T, In any, Own interface {
 	recordStore[T, In]
 	memberPages[T, In]
 }](r *resource, fs fields[In], newNav string, own Own) *members[T, In] {
+	if _, ok := any(own).(restorer[T]); ok != r.Restores {
+		panic("resource " + r.Plural + ": Restores must say whether its store restores deleted records")
+	}
 	return &members[T, In]{R: r, fields: fs, store: own, pages: own, newNav: newNav}
+}
+
+// restorer is a recordStore whose deletes can be undone: restore brings
+// back record id deleted within the undo window, as the store says.
+type restorer[T any] interface {
+	restore(ctx context.Context, id int64) (*T, error)
 }
 
 // recordStore is what members needs of the store for one resource.
@@ -706,6 +725,12 @@ func (m *members[T, In]) update(c *fiber.Ctx, rp repr) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if restore, err := restoreAsked(c); err != nil || restore {
+		if err != nil {
+			return nil, err
+		}
+		return m.restore(c, rp, id)
+	}
 	in, err := decodeBody(c, m.fields)
 	if err != nil {
 		return nil, err
@@ -801,7 +826,11 @@ func (m *members[T, In]) delete(c *fiber.Ctx, rp repr) (*response, error) {
 		return gone(c, rp, m.R, id, err)
 	}
 	// 204 in JSON; HTML answers 200 (respond): htmx swaps nothing on a 204.
-	out := &response{Status: fiber.StatusNoContent, Notice: successNotice(m.R.Named(id) + " deleted."),
+	done := successNotice(m.R.Named(id) + " deleted.")
+	if m.R.Restores {
+		done.Undo = m.R.MemberPath(id)
+	}
+	out := &response{Status: fiber.StatusNoContent, Notice: done,
 		Redirect: m.R.Path(),
 		// From the record's own page: there is nothing left to show there.
 		HXLocation: m.R.Path()}

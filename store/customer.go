@@ -260,6 +260,11 @@ type Customers interface {
 	CreateCustomer(ctx context.Context, in CustomerInput) (*Customer, error)
 	UpdateCustomer(ctx context.Context, id int64, in CustomerInput, ifMatch int64) (*Customer, error)
 	DeleteCustomer(ctx context.Context, id int64, ifMatch, version int64) error
+	// RestoreCustomer brings back customer id deleted within UndoWindow, with its id,
+	// values and history, as the next version: ENOTFOUND for no such customer,
+	// EGONE when its delete is older than the window, ECONFLICT when it is
+	// not deleted, EINVALID when a value it holds alone is taken meanwhile.
+	RestoreCustomer(ctx context.Context, id int64) (*Customer, error)
 	CustomerHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
 	AddCustomerNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 }

@@ -15,6 +15,7 @@ const (
 	EUNAVAILABLE  = "unavailable"  // Redis did not answer in time
 	EUNSIGNED     = "unsigned"     // no one is signed in (no session or token)
 	EFORBIDDEN    = "forbidden"    // the person's role does not allow it
+	EGONE         = "gone"         // deleted too long ago to be brought back
 	EBROAD        = "too_broad"    // a query that would cost more than its bound; the message says what to narrow
 	EINTERNAL     = "internal"     // anything unexpected
 )

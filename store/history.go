@@ -20,11 +20,16 @@ const HistoryPerPage = 25
 
 // The actions of history entries.
 const (
-	ActionCreated = "created"
-	ActionUpdated = "updated"
-	ActionDeleted = "deleted"
-	ActionNote    = "note"
+	ActionCreated  = "created"
+	ActionUpdated  = "updated"
+	ActionDeleted  = "deleted"
+	ActionRestored = "restored"
+	ActionNote     = "note"
 )
+
+// UndoWindow is how long a deleted record can be brought back (Restore):
+// its values are kept beside its history for that long, then they go.
+const UndoWindow = 10 * time.Minute
 
 // HistoryEntry is one entry of a record's history.
 type HistoryEntry struct {

@@ -494,6 +494,11 @@ type Orders interface {
 	CreateOrderOnce(ctx context.Context, key, fingerprint string, in OrderInput) (*Order, error)
 	UpdateOrder(ctx context.Context, id int64, in OrderInput, ifMatch int64) (*Order, error)
 	DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error
+	// RestoreOrder brings back order id deleted within UndoWindow, with its id,
+	// values and history, as the next version: ENOTFOUND for no such order,
+	// EGONE when its delete is older than the window, ECONFLICT when it is
+	// not deleted, EINVALID when a value it holds alone is taken meanwhile.
+	RestoreOrder(ctx context.Context, id int64) (*Order, error)
 	OrderHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
 	AddOrderNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 	CountOrders(ctx context.Context) (int64, error)

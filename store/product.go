@@ -123,6 +123,11 @@ type Products interface {
 	CreateProduct(ctx context.Context, in ProductInput) (*Product, error)
 	UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error)
 	DeleteProduct(ctx context.Context, id int64, ifMatch, version int64) error
+	// RestoreProduct brings back product id deleted within UndoWindow, with its id,
+	// values and history, as the next version: ENOTFOUND for no such product,
+	// EGONE when its delete is older than the window, ECONFLICT when it is
+	// not deleted, EINVALID when a value it holds alone is taken meanwhile.
+	RestoreProduct(ctx context.Context, id int64) (*Product, error)
 	ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (HistoryPage, error)
 	AddProductNote(ctx context.Context, id int64, note string) (*HistoryEntry, error)
 }

@@ -655,16 +655,33 @@
 
   // The stream's events. The id is read as sent: ids reach 18 digits,
   // past a JavaScript number.
-  ["created", "updated", "deleted", "reset"].forEach((name) => on(name, (e) => {
+  ["created", "updated", "deleted", "restored", "reset"].forEach((name) => on(name, (e) => {
     if (!isStream(e.target)) return;
     if (name === "reset") return reset();
     const raw = e.detail?.data || "", m = /"id"\s*:\s*"?([1-9][0-9]{0,17})\b/.exec(raw);
     let d = null;
     try { d = JSON.parse(raw); } catch (err) { return; }
     if (!d || !m) return;
+    if (name === "restored") revive(m[1]);
     note(m[1], typeof d.version === "number" ? d.version : 0, name === "deleted");
-    if (name === "created") countNew(m[1], d);
+    if (name === "created" || name === "restored") countNew(m[1], d);
   }));
+  // revive: a deleted member was restored (Undo, here or elsewhere), at a
+  // version newer than any shown: a row or page marked deleted is fetched
+  // again and morphs back; a form can be sent again, and note's reconcile
+  // says its record changed, with Compare.
+  function revive(id) {
+    const k = known.get(id);
+    if (k) k.gone = false;
+    members(id).forEach((el) => {
+      if (!el.hasAttribute("data-live-gone")) return;
+      el.removeAttribute("data-live-gone");
+      el._liveAsked = 0;
+      if (el.dataset.live !== "form") return;
+      $$("button[disabled]", el).forEach((b) => { b.disabled = false; });
+      $$(".conflict-choices a", el).forEach((a) => { a.inert = false; });
+    });
+  }
   on("htmx:sse:after:connection", (e) => { if (isStream(e.target)) { retryDelay = 0; e.target.setAttribute("data-live-state", "open"); } });
   on("htmx:sse:close", (e) => { if (isStream(e.target)) e.target.setAttribute("data-live-state", "closed"); });
   // A first connection that failed is tried again, more slowly each time.

@@ -998,3 +998,28 @@ func must(t *testing.T, err error) {
 	}
 }
 func ptr[T any](v T) *T { return &v }
+
+// TestEmbeddedUndoSurvivesRestart: an order deleted before a restart of
+// the embedded store can be restored after it, within the undo window
+// (its kept values come back from the log with what is left of their
+// TTL), and then holds its items again.
+func TestEmbeddedUndoSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "orders.json")
+	e := openEmbedded(t, embedded.Options{Path: path})
+	o, err := redisstore.New(e.Client(), redisstore.Options{}).CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada"), HasItems: true,
+		Items: []store.ItemInput{{Name: "Mug", Quantity: "2", UnitPrice: "3.50"}}})
+	must(t, err)
+	must(t, redisstore.New(e.Client(), redisstore.Options{}).DeleteOrder(ctx, o.ID, 0, 0))
+	must(t, e.Close())
+	e2 := openEmbedded(t, embedded.Options{Path: path})
+	defer e2.Close()
+	ttl, _ := e2.Client().PTTL(ctx, findKey(t, e2.Client(), ":undo")).Result()
+	if ttl <= 0 || ttl > store.UndoWindow {
+		t.Errorf("the undo copy's TTL after a restart: %v, want at most %v", ttl, store.UndoWindow)
+	}
+	r, err := redisstore.New(e2.Client(), redisstore.Options{}).RestoreOrder(ctx, o.ID)
+	if err != nil || len(r.Items) != 1 || r.Total != o.Total || r.Version != o.Version+1 {
+		t.Fatalf("the restore after a restart: %+v, %v", r, err)
+	}
+}

@@ -375,6 +375,16 @@ func (s *Store) UpdateCustomer(ctx context.Context, id int64, in store.CustomerI
 	return c, s.ordered(ctx, c)
 }
 
+// RestoreCustomer brings back customer id deleted within the undo window
+// (restoreRecord); an email another customer took meanwhile refuses it.
+func (s *Store) RestoreCustomer(ctx context.Context, id int64) (*store.Customer, error) {
+	c, err := restoreRecord(ctx, s, customerKind, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c, s.ordered(ctx, c)
+}
+
 // DeleteCustomer removes customer id (its email is free again). The
 // version checks come first, as every delete's; then a customer that
 // orders link is not deleted (ECONFLICT saying how many). The delete

@@ -51,8 +51,8 @@ import (
 // delete by another instance between the two): the record is read again
 // after it, and when it has moved on, its current state is added too, so
 // the stream's last word on a record is always right.
-func publishAfter[T any](ctx context.Context, s *Store, k *kind[T], id int64, cur, next *T) error {
-	action, data := changeEvent(k, cur, next)
+func publishAfter[T any](ctx context.Context, s *Store, k *kind[T], id int64, cur, next *T, restored bool) error {
+	action, data := changeEvent(k, cur, next, restored)
 	if action == "" {
 		return nil
 	}
@@ -112,6 +112,8 @@ func (k *kind[T]) publishState(ctx context.Context, s *Store, id int64, h map[st
 		action := store.ActionUpdated
 		if k.version(cur) == 1 {
 			action = store.ActionCreated
+		} else if restoredAt(ctx, s, k.key(s, id), k.version(cur)) {
+			action = store.ActionRestored
 		}
 		return queueEvent(ctx, s.rdb, k.eventsKey(s), action, k.event(cur)).Err()
 	}
@@ -555,4 +557,16 @@ func After(a, b string) bool {
 	ca, oka := parseCursor(a)
 	cb, okb := parseCursor(b)
 	return oka && (!okb || cb.less(ca))
+}
+
+// restoredAt reports whether the newest history entry of the record at key
+// is its restore at version: then its event says so (a page showing it as
+// deleted shows it again).
+func restoredAt(ctx context.Context, s *Store, key string, version int64) bool {
+	last, err := s.rdb.ZRevRange(ctx, historyKey(key), 0, 0).Result()
+	if err != nil || len(last) == 0 {
+		return false
+	}
+	e, ok := decodeEntry(last[0])
+	return ok && e.Action == store.ActionRestored && e.Version == version
 }

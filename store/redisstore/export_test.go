@@ -201,6 +201,17 @@ type RegisteredKind interface {
 	// and version (0: not named) as every change does.
 	Change(ctx context.Context, s *Store, id int64, n int, ifMatch, version int64) (int64, error)
 	Delete(ctx context.Context, s *Store, id, ifMatch, version int64) error
+	// Restore brings back record id deleted within the undo window and
+	// returns its version.
+	Restore(ctx context.Context, s *Store, id int64) (int64, error)
+	// Final reports whether its deletes are final (nothing kept to restore).
+	Final() bool
+	// Raw is record id's hash as stored, and its version field's name.
+	Raw(ctx context.Context, s *Store, id int64) (map[string]string, string, error)
+	// Key is record id's key.
+	Key(s *Store, id int64) string
+	// History is record id's newest change entries, newest first.
+	History(ctx context.Context, s *Store, id int64) ([]store.HistoryEntry, error)
 }
 
 // RegisteredKinds are the kinds of the registry, in order; a kind without
@@ -287,6 +298,28 @@ func (s suiteKind[T]) Change(ctx context.Context, st *Store, id int64, n int, if
 
 func (s suiteKind[T]) Delete(ctx context.Context, st *Store, id, ifMatch, version int64) error {
 	return deleteRecord(ctx, st, s.k, id, ifMatch, version)
+}
+
+func (s suiteKind[T]) Restore(ctx context.Context, st *Store, id int64) (int64, error) {
+	rec, err := restoreRecord(ctx, st, s.k, id, nil)
+	if err != nil {
+		return 0, err
+	}
+	return s.k.version(rec), nil
+}
+
+func (s suiteKind[T]) Final() bool { return s.k.final }
+
+func (s suiteKind[T]) Raw(ctx context.Context, st *Store, id int64) (map[string]string, string, error) {
+	h, err := st.rdb.HGetAll(ctx, s.k.key(st, id)).Result()
+	return h, s.k.versionField, err
+}
+
+func (s suiteKind[T]) Key(st *Store, id int64) string { return s.k.key(st, id) }
+
+func (s suiteKind[T]) History(ctx context.Context, st *Store, id int64) ([]store.HistoryEntry, error) {
+	p, err := historyOf(ctx, st, s.k, id, "", 100)
+	return p.Entries, err
 }
 
 // HoldLink takes a hold of order oid's link to customer cid, as a write

@@ -106,6 +106,9 @@ type kind[T any] struct {
 	// derived, when set, checks (and with fix sets right) what changed
 	// keeps: Repair runs it after every kind's own indexes are repaired.
 	derived func(s *Store, ctx context.Context, fix bool, r *RepairReport) error
+	// final, when set, makes deletes final: nothing is kept for a restore
+	// (accounts, whose sessions and tokens end with them).
+	final bool
 	// example is a valid record as a create of it stores it, another for
 	// each n (its unique values differ with n), and the validation's
 	// messages if it is not valid: the shared store tests write it to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -571,6 +572,34 @@ func sameOrder(a, b *store.Order) bool {
 // one a form or JSON body carries (ECONFLICT).
 func (s *Store) DeleteOrder(ctx context.Context, id int64, ifMatch, version int64) error {
 	return deleteRecord(ctx, s, orders, id, ifMatch, version)
+}
+
+// RestoreOrder brings back order id deleted within the undo window
+// (restoreRecord). An order that linked a customer is restored under a
+// hold of that link, as a create is: a customer deleted meanwhile is a
+// field error, and nothing is written.
+func (s *Store) RestoreOrder(ctx context.Context, id int64) (*store.Order, error) {
+	v, err := s.rdb.HGet(ctx, undoKey(s.orderKey(id)), fCustomerID).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	cid, _ := store.ParseID(v)
+	linked := func(o *store.Order) error {
+		if o.CustomerID != cid {
+			return store.Errorf(store.ECONFLICT, "order %d changed while it was being restored; try again", id)
+		}
+		return nil
+	}
+	if cid == 0 {
+		return restoreRecord(ctx, s, orders, id, linked)
+	}
+	o, err := s.linking(ctx, cid, id, nil, func(ctx context.Context) (*store.Order, error) {
+		return restoreRecord(ctx, s, orders, id, linked)
+	})
+	if se, ok := err.(*store.Error); ok && se.Code == store.EINVALID && se.Fields["customer_id"] != "" {
+		se.Message = fmt.Sprintf("order %d cannot be restored: it linked customer %d, who is deleted (restore the customer first)", id, cid)
+	}
+	return o, err
 }
 
 // OrderHistory is a page of order id's history, newest first, before the

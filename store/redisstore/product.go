@@ -220,6 +220,12 @@ func (s *Store) DeleteProduct(ctx context.Context, id int64, ifMatch, version in
 	return deleteRecord(ctx, s, productKind, id, ifMatch, version)
 }
 
+// RestoreProduct brings back product id deleted within the undo window
+// (restoreRecord); a SKU another product took meanwhile refuses it.
+func (s *Store) RestoreProduct(ctx context.Context, id int64) (*store.Product, error) {
+	return restoreRecord(ctx, s, productKind, id, nil)
+}
+
 // ProductHistory is a page of product id's history, newest first, before
 // the entry named by cursor ("": from the newest); perPage 0 is 25.
 func (s *Store) ProductHistory(ctx context.Context, id int64, cursor string, perPage int) (store.HistoryPage, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,14 +40,18 @@ type RepairReport struct {
 	// placed wrong with no mark is damage: Missing, or Dangling once
 	// deleted.
 	Unplaced int
+	// Restorable counts deleted records whose values are kept for an undo
+	// (undoKey): not damage, never indexed or brought back by a repair;
+	// they expire by themselves at the end of the undo window.
+	Restorable int
 }
 
 // Problems counts what was wrong with the indexes and records.
 func (r RepairReport) Problems() int { return r.Damaged + r.Missing + r.Dangling + r.Stale }
 
 func (r RepairReport) String() string {
-	return fmt.Sprintf("%d records, %d damaged, %d missing index entries, %d dangling, %d stale, %d intents settled, %d records fixed; %d entries settled by their writers meanwhile, %d customer link holds left behind, %d customers left to place by their last order",
-		r.Records, r.Damaged, r.Missing, r.Dangling, r.Stale, r.Intents, r.Fixed, r.InFlight, r.Holds, r.Unplaced)
+	return fmt.Sprintf("%d records, %d damaged, %d missing index entries, %d dangling, %d stale, %d intents settled, %d records fixed; %d entries settled by their writers meanwhile, %d customer link holds left behind, %d customers left to place by their last order; %d deleted records restorable (undo)",
+		r.Records, r.Damaged, r.Missing, r.Dangling, r.Stale, r.Intents, r.Fixed, r.InFlight, r.Holds, r.Unplaced, r.Restorable)
 }
 
 // repairBatch records or index entries are read in one pipeline.
@@ -138,6 +143,10 @@ func repairKind[T any](ctx context.Context, s *Store, k *kind[T], fix bool, r *R
 		for _, key := range keys {
 			if id, ok := idOf(key); ok {
 				ids = append(ids, id)
+			} else if rest, ok := strings.CutSuffix(key, ":undo"); ok {
+				if _, ok := idOf(rest); ok {
+					r.Restorable++
+				}
 			}
 		}
 		recs, err := loadRecords(ctx, s, k, ids, r)

@@ -32,7 +32,10 @@ type Store struct {
 	health  func() error
 	log     *slog.Logger
 	ready   readyCache
-	keys    indexNames
+	// undoWindow is how long a deleted record's values are kept for a
+	// restore.
+	undoWindow time.Duration
+	keys       indexNames
 	// seen is when this instance's reconciler first saw each pending
 	// intent: its age by this clock, whatever the writer's clock says.
 	seen intentsSeen
@@ -86,6 +89,9 @@ type Options struct {
 	// Health, when set, is asked by Ready besides Redis itself (the
 	// embedded store reports failing snapshots through it).
 	Health func() error
+	// UndoWindow is how long a deleted record can be restored;
+	// store.UndoWindow when 0 (tests shorten it).
+	UndoWindow time.Duration
 	// Logger receives reports of damaged records and repairs;
 	// slog.Default() when nil.
 	Logger *slog.Logger
@@ -98,6 +104,9 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	s := &Store{rdb: rdb, prefix: opt.Prefix, cluster: opt.Cluster, now: opt.Now, health: opt.Health, log: opt.Logger}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.undoWindow = opt.UndoWindow; s.undoWindow <= 0 {
+		s.undoWindow = store.UndoWindow
 	}
 	if s.log == nil {
 		s.log = slog.Default()

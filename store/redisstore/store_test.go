@@ -371,16 +371,22 @@ func runSuite(t *testing.T, tg testutil.Target) {
 
 		// Nothing of the deleted orders is left: once all are gone, only the
 		// id counter remains, a tombstone per deleted id that expires (so no
-		// retried create brings an order back), and each one's history,
-		// which expires in 30 days, and the event stream, which keeps the
-		// last EventsKept events.
+		// retried create brings an order back), each one's values kept for
+		// an undo, which expire with the undo window, and each one's
+		// history, which expires in 30 days, and the event stream, which
+		// keeps the last EventsKept events.
 		for _, o := range []*store.Order{a, c} {
 			if err := f.s.DeleteOrder(ctx, o.ID, 0, 0); err != nil {
 				t.Fatalf("Delete(%d): %v", o.ID, err)
 			}
 		}
-		if k := f.keys(t); !slices.Equal(k, []string{"o:events", "o:{1}:gone", "o:{1}:h", "o:{2}:gone", "o:{2}:h", "o:{3}:gone", "o:{3}:h", "seq"}) {
-			t.Errorf("keys after deleting everything: got %q, want only seq, three tombstones, three histories and the events", k)
+		if k := f.keys(t); !slices.Equal(k, []string{"o:events", "o:{1}:gone", "o:{1}:h", "o:{1}:undo", "o:{2}:gone", "o:{2}:h", "o:{2}:undo", "o:{3}:gone", "o:{3}:h", "o:{3}:undo", "seq"}) {
+			t.Errorf("keys after deleting everything: got %q, want only seq, three tombstones, three histories, three undo copies and the events", k)
+		}
+		for _, id := range []string{"1", "2", "3"} {
+			if ttl := f.tg.Client.PTTL(ctx, f.prefix+"o:{"+id+"}:undo").Val(); ttl <= 0 || ttl > store.UndoWindow {
+				t.Errorf("undo copy of deleted order %s: TTL %v, want at most %v", id, ttl, store.UndoWindow)
+			}
 		}
 		for _, id := range []string{"1", "2", "3"} {
 			if ttl := f.tg.Client.TTL(ctx, f.prefix+"o:{"+id+"}:h").Val(); ttl < 29*24*time.Hour || ttl > 30*24*time.Hour {

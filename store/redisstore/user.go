@@ -118,6 +118,9 @@ var exampleHash = sync.OnceValue(func() string {
 
 // userKind is how accounts are stored.
 var userKind = register(&kind[userRec]{
+	// An account's delete ends its sessions and tokens: bringing it back
+	// would be a new account, not an undo.
+	final:          true,
 	name:           store.UserEvents,
 	noun:           "user",
 	seq:            "seq:{u}",

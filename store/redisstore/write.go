@@ -262,6 +262,96 @@ func deleteRecord[T any](ctx context.Context, s *Store, k *kind[T], id, ifMatch,
 	return err
 }
 
+// restoreRecord brings back record id of kind k, deleted within the undo
+// window, through the one write path: its values as the delete kept them
+// (undoKey, in its slot), its id, claims and index entries, at the next
+// version, with a "restored" history entry and event. The kept values go
+// in the same transaction, so a record is restored once. Refused: a
+// record that is stored (ECONFLICT), a delete older than the window
+// (EGONE: its tombstone is there, the kept values are not), an id never
+// used (ENOTFOUND), a claim another record took meanwhile (claimTaken's
+// EINVALID); nothing is written then.
+//
+// check, when set, refuses a kept record the caller cannot restore as it
+// prepared for (an order's customer link, held before the write); a write
+// guard already in ctx for the record (that link's hold) holds too.
+func restoreRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, check func(r *T) error) (*T, error) {
+	key := k.key(s, id)
+	undo := undoKey(key)
+	var kept *redis.MapStringStringCmd // read under the write's WATCH
+	var gone *redis.IntCmd
+	g := guard{key: key, watch: []string{undo}, revive: true,
+		reads: func(ctx context.Context, p redis.Pipeliner) func(map[string]string) error {
+			kept, gone = p.HGetAll(ctx, undo), p.Exists(ctx, key+":gone")
+			return nil
+		},
+		also: func(ctx context.Context, p redis.Pipeliner) { p.Del(ctx, undo) },
+	}
+	if outer, ok := ctx.Value(guardKey{}).(guard); ok && outer.key == key {
+		g = g.and(outer)
+	}
+	ch, err := write(guarded(ctx, g), s, k, id, func(cur *T) (*T, error) {
+		if cur != nil {
+			return nil, store.Errorf(store.ECONFLICT, "%s %d is not deleted: there is nothing to restore", k.noun, id)
+		}
+		var h map[string]string
+		wasGone := false
+		if kept != nil {
+			h, wasGone = kept.Val(), gone.Val() > 0
+			kept, gone = nil, nil
+		} else {
+			// A Cluster write plans before its WATCH (plan): a plain read,
+			// checked again under the WATCH.
+			var err error
+			if h, err = s.rdb.HGetAll(ctx, undo).Result(); err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+			n, err := s.rdb.Exists(ctx, key+":gone").Result()
+			if err != nil {
+				return nil, err
+			}
+			wasGone = n > 0
+		}
+		r, ok := k.decode(id, h)
+		switch {
+		case ok && !k.final:
+			if check != nil {
+				if err := check(r); err != nil {
+					return nil, err
+				}
+			}
+			m := k.meta(r)
+			*m.Version++
+			*m.UpdatedAt = s.now().UTC().Truncate(time.Second)
+			return r, nil
+		case wasGone && !k.final:
+			return nil, store.Errorf(store.EGONE, "%s %d was deleted more than %s ago: it can no longer be restored", k.noun, id, undoWindowWords(s.undoWindow))
+		case wasGone:
+			return nil, store.Errorf(store.EGONE, "a deleted %s cannot be restored", k.noun)
+		}
+		return nil, k.notFound(id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch.After, nil
+}
+
+// undoKey is where a deleted record's values are kept for a restore, in
+// its slot (the record key's hash tag).
+func undoKey(recordKey string) string { return recordKey + ":undo" }
+
+// undoWindowWords says a window as a person reads it: "10 minutes".
+func undoWindowWords(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		if d == time.Minute {
+			return "1 minute"
+		}
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return d.String()
+}
+
 // checkVersions is the not-found, If-Match and body-version check of a
 // change (or, deleting, of a delete).
 func checkVersions[T any](k *kind[T], cur *T, id, ifMatch int64, version *int64, deleting bool) error {
@@ -368,9 +458,46 @@ type guard struct {
 	reads func(ctx context.Context, p redis.Pipeliner) (check func(h map[string]string) error)
 	watch []string
 	also  func(ctx context.Context, p redis.Pipeliner)
+	// revive lets the write bring back a record whose tombstone is there
+	// (a restore); its history entry and event say "restored".
+	revive bool
 }
 
 type guardKey struct{}
+
+// and is g with o's conditions too: both reads, both checks (g's first),
+// both watch lists and both MULTI additions.
+func (g guard) and(o guard) guard {
+	out := g
+	out.watch = append(slices.Clip(g.watch), o.watch...)
+	out.revive = g.revive || o.revive
+	out.reads = func(ctx context.Context, p redis.Pipeliner) func(map[string]string) error {
+		var checks []func(map[string]string) error
+		for _, r := range []func(context.Context, redis.Pipeliner) func(map[string]string) error{g.reads, o.reads} {
+			if r != nil {
+				if c := r(ctx, p); c != nil {
+					checks = append(checks, c)
+				}
+			}
+		}
+		return func(h map[string]string) error {
+			for _, c := range checks {
+				if err := c(h); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	out.also = func(ctx context.Context, p redis.Pipeliner) {
+		for _, a := range []func(context.Context, redis.Pipeliner){g.also, o.also} {
+			if a != nil {
+				a(ctx, p)
+			}
+		}
+	}
+	return out
+}
 
 // guarded returns ctx with g: the write of g.key under it checks g (every
 // attempt, under the WATCH).
@@ -468,7 +595,7 @@ func (a *writeAttempt[T]) commit(ctx context.Context) func(tx *redis.Tx) error {
 		if next == cur {
 			return nil
 		}
-		if cur == nil && next != nil && (len(h) > 0 || gone) {
+		if cur == nil && next != nil && (len(h) > 0 || (gone && !a.guard.revive)) {
 			// Ids are never reused: not over a damaged record, and not
 			// for a record deleted within tombstoneTTL (a retried create,
 			// a counter that went back).
@@ -588,10 +715,21 @@ func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, nex
 		p.HSet(ctx, a.key, k.encode(next)...)
 	} else {
 		p.Set(ctx, a.tomb, "1", tombstoneTTL)
+		if !k.final {
+			// Its values, for a restore within the undo window.
+			u := undoKey(a.key)
+			p.Del(ctx, u)
+			p.HSet(ctx, u, k.encode(cur)...)
+			p.PExpire(ctx, u, s.undoWindow)
+		}
 	}
 	// The history entry, in the same transaction (its key has the
 	// record's hash tag, and is watched): exactly one per change.
-	queueHistory(ctx, p, a.key, tail, changeEntry(ctx, k, cur, next, s.now()))
+	e := changeEntry(ctx, k, cur, next, s.now())
+	if a.restoring(cur, next) {
+		e.Action, e.Changes, e.Items = store.ActionRestored, nil, nil
+	}
+	queueHistory(ctx, p, a.key, tail, e)
 	if a.guard.also != nil {
 		a.guard.also(ctx, p)
 	}
@@ -605,7 +743,7 @@ func (a *writeAttempt[T]) queue(ctx context.Context, p redis.Pipeliner, cur, nex
 		}
 		// The event too, where the stream shares the transaction
 		// (events.go).
-		if action, data := changeEvent(k, cur, next); action != "" {
+		if action, data := changeEvent(k, cur, next, a.restoring(cur, next)); action != "" {
 			queueEvent(ctx, p, k.eventsKey(s), action, data)
 		}
 	}
@@ -623,7 +761,7 @@ func (a *writeAttempt[T]) finish(ctx context.Context) {
 		// goes: a crash in between leaves the intent, whose settle marks
 		// them again.
 		if markDerived(ctx, s, a.k, movedEntries(a.before, a.after)) == nil &&
-			publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After) == nil {
+			publishAfter(ctx, s, a.k, a.id, a.ch.Before, a.ch.After, a.restoring(a.ch.Before, a.ch.After)) == nil {
 			s.rdb.HDel(ctx, s.intentsKey(), a.field)
 		}
 		return
@@ -634,6 +772,12 @@ func (a *writeAttempt[T]) finish(ctx context.Context) {
 	// this settle may then have written entries of a state that is no
 	// more: the intent again.
 	_ = s.intentAgain(ctx, a.k.name, a.id, stale)
+}
+
+// restoring reports whether a change from cur to next brings back a
+// deleted record (a restore's write).
+func (w *writer[T]) restoring(cur, next *T) bool {
+	return w.guard.revive && cur == nil && next != nil
 }
 
 // sameVersion reports whether a and b are the same state of a record: both
@@ -1105,12 +1249,14 @@ func (k *kind[T]) eventsKey(s *Store) string {
 }
 
 // changeEvent is the event of a change from cur to next (nil, nil when
-// the kind has no events).
-func changeEvent[T any](k *kind[T], cur, next *T) (action string, data []byte) {
+// the kind has no events); restored: a restore's.
+func changeEvent[T any](k *kind[T], cur, next *T, restored bool) (action string, data []byte) {
 	if k.event == nil {
 		return "", nil
 	}
 	switch {
+	case restored:
+		return store.ActionRestored, k.event(next)
 	case cur == nil:
 		return store.ActionCreated, k.event(next)
 	case next == nil:
