@@ -248,8 +248,9 @@ func serveCSV(res *resource, view string, ex csvExport, list handler, logger *sl
 		}
 		p := personOf(c)
 		base := withPerson(context.WithoutCancel(c.UserContext()), p)
-		args := fasthttp.AcquireArgs()
-		defer fasthttp.ReleaseArgs(args)
+		// The query outlives the handler (the rows are written after it
+		// returns): a copy of its own, never a pooled one.
+		args := &fasthttp.Args{}
 		c.Request().URI().QueryArgs().CopyTo(args)
 		args.Del("page")
 		args.Set("per_page", strconv.Itoa(store.MaxPerPage))
