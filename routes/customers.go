@@ -20,7 +20,7 @@ import (
 
 // customerResource is the customer collection.
 var customerResource = &resource{Name: "customer", Plural: "customers", Title: "Customer", ETagPrefix: "c", Feed: store.CustomerEvents, Listing: customerListing,
-	Exports: map[string]csvExport{"": {Label: "customers"}}, Rights: recordRights,
+	Exports: map[string]csvExport{"": {}}, Rights: recordRights,
 	Nav: []navEntry{{Key: "customers", Label: "Customers",
 		Description: "The customers: the people and companies orders are for, with their contact details and addresses."}},
 	describe: func(rec any) string {

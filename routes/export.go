@@ -33,9 +33,9 @@ type csvExport struct {
 	// repeat on each, the element's columns follow as "items.sku". A
 	// record with no elements still has its row, the element's cells empty.
 	Expand string
-	// Label says what the rows are in the List's link, after the count:
-	// "orders with their items".
-	Label string
+	// Also says more of the rows in the List's link, after the count and
+	// the resource's name: " with their items".
+	Also string
 }
 
 // csvPageTimeout bounds the store's work for one page of an export: the
@@ -323,4 +323,29 @@ func serveCSV(res *resource, view string, ex csvExport, list handler, logger *sl
 		})
 		return nil
 	}
+}
+
+// exportView is the view's name for its export ("" the List, "inquiry").
+func (l *listView) exportView() string {
+	return strings.TrimPrefix(strings.TrimPrefix(l.Path, l.R.Path()), "/")
+}
+
+// ExportURL is the CSV export of the rows the List shows, on every page:
+// the same query without page and per_page ("" when the view has none).
+func (l *listView) ExportURL() string {
+	view := l.exportView()
+	if _, ok := l.R.Exports[view]; !ok || l.Page.Total == 0 {
+		return ""
+	}
+	u := l.url(1, l.Sort, store.DefaultPerPage)
+	_, query, _ := strings.Cut(u, "?")
+	if query == "" {
+		return l.R.exportPath(view)
+	}
+	return l.R.exportPath(view) + "?" + query
+}
+
+// ExportLabel is the export link's words: "Export 1,204 orders (CSV)".
+func (l *listView) ExportLabel() string {
+	return "Export " + l.TotalText() + " " + plural(l.Page.Total, l.R.Name, l.R.Plural) + l.R.Exports[l.exportView()].Also + " (CSV)"
 }

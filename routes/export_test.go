@@ -289,6 +289,12 @@ func TestExportNegotiatesAcceptAndRefusesBadQueries(t *testing.T) {
 			t.Errorf("GET %s Accept %q: Vary %q lacks Accept", c.target, c.accept, r.Header.Get("Vary"))
 		}
 	}
+	// The List links its export with its query, page and page size left out.
+	a.get(t, "/orders?status=pending&q=555&sort=customer&page=1&per_page=50", testutil.HPage).WantStatus(t, http.StatusOK).
+		WantContains(t, `href="/orders.csv?q=555&amp;sort=customer&amp;status=pending" download>Export 1 order (CSV)</a>`)
+	a.get(t, "/orders/inquiry", testutil.HPage).WantStatus(t, http.StatusOK).
+		WantContains(t, `href="/orders/inquiry.csv" download>Export 3 orders with their items (CSV)</a>`)
+	a.get(t, "/products", testutil.HPage).WantStatus(t, http.StatusOK).WantLacks(t, "/products.csv")
 	// A query the List refuses is refused in JSON when JSON is asked for.
 	r := a.get(t, "/orders.csv?status=lost", testutil.HJSON).WantStatus(t, http.StatusBadRequest)
 	if !strings.Contains(r.Body, "status must be one of") {

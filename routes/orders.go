@@ -16,7 +16,7 @@ import (
 
 // orderResource is the order resource.
 var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents, Listing: orderListing,
-	Exports: map[string]csvExport{"": {Label: "orders"}, "inquiry": {Expand: "items", Label: "orders with their items"}}, Rights: recordRights,
+	Exports: map[string]csvExport{"": {}, "inquiry": {Expand: "items", Also: " with their items"}}, Rights: recordRights,
 	Nav: []navEntry{
 		{Key: "orders", Label: "Orders", Description: "The order desk: find, sort, edit and follow every order."},
 		{Key: "inquiry", Label: "Inquiry", View: "inquiry", Description: "Every order with its items; search by name, email, SKU or order number."},

@@ -21,7 +21,7 @@ import (
 
 // productResource is the product catalogue.
 var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents, Listing: productListing,
-	Exports: map[string]csvExport{"": {Label: "products"}},
+	Exports: map[string]csvExport{"": {}},
 	// The catalogue is the managers': clerks only read it and add notes.
 	Rights: rights{Read: store.RoleViewer, Create: store.RoleManager, Update: store.RoleManager, Delete: store.RoleManager, Note: store.RoleClerk},
 	Nav: []navEntry{{Key: "products", Label: "Products",
