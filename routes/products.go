@@ -40,7 +40,14 @@ var productResource = &resource{Name: "product", Plural: "products", Title: "Pro
 
 func init() {
 	productResource.serve = func(h *handlers) resourceHandlers {
-		return productMembers(h.store).handlers(listProducts(h.store), nil)
+		hs := productMembers(h.store).handlers(listProducts(h.store), nil)
+		// A CSV body creates and changes products by SKU (import.go); the
+		// page's import is /products/import.
+		hs.Create = importProducts(h.store, hs.Create)
+		hs.Collection = append(hs.Collection,
+			memberRoute{Method: fiber.MethodGet, Path: "/import", Action: actUpdate, Handler: importPage},
+			memberRoute{Method: fiber.MethodPost, Path: "/import", Action: actUpdate, Handler: importForm(h.store)})
+		return hs
 	}
 }
 
