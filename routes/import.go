@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -151,8 +152,7 @@ func planImport(ctx context.Context, s store.Products, data []byte) (*importPlan
 		}
 		n, _ := r.FieldPos(0)
 		if len(lines)+len(plan.Errors) >= MaxImportLines {
-			return nil, fiber.NewError(fiber.StatusRequestEntityTooLarge,
-				fmt.Sprintf("the file has more than %s products: split it", thousands(MaxImportLines)))
+			return nil, store.Errorf(store.EINVALID, "the file has more than %s products: split it", thousands(MaxImportLines))
 		}
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue // a blank line
@@ -322,12 +322,11 @@ func lineErr(plan *importPlan, line int, err error) bool {
 	return false
 }
 
-// importJSON is the plan's JSON: the plan, and when any line is bad the
-// error's words and its fields (lines[N][field]) as every 422 has them.
+// importJSON is the JSON of a plan refused at the page's Confirm: the
+// plan and why.
 type importJSON struct {
 	*importPlan
-	Error  string            `json:"error,omitempty"`
-	Fields map[string]string `json:"fields,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // importStatus is the status and message of a plan's answer.
@@ -339,29 +338,38 @@ func importStatus(plan *importPlan) (int, string) {
 	for _, e := range plan.Errors {
 		bad[e.Line] = true
 	}
-	msg := fmt.Sprintf("%d %s bad: nothing was imported", len(bad), plural(int64(len(bad)), "line is", "lines are"))
 	if plan.Applied {
-		msg = fmt.Sprintf("%d %s refused by the store (changed since the plan?); the other lines were imported", len(bad), plural(int64(len(bad)), "line was", "lines were"))
-		return http.StatusConflict, msg
+		return http.StatusConflict, fmt.Sprintf("%d %s refused by the store (changed since the plan?); the other lines were imported",
+			len(bad), plural(int64(len(bad)), "line was", "lines were"))
 	}
-	return http.StatusUnprocessableEntity, msg
+	return http.StatusUnprocessableEntity, fmt.Sprintf("%d %s bad: nothing was imported", len(bad), plural(int64(len(bad)), "line is", "lines are"))
 }
 
-// importAnswer is the JSON answer of a plan (POST /products with text/csv).
+// importAnswer is the JSON answer of a plan (POST /products with text/csv):
+// a dry run's plan, bad lines and all, with 200; an import's plan when it
+// was written, else the error every 422 (or 409) has, its messages by
+// line and column as lines[N][column] (lines[N] for the line as a whole).
 func importAnswer(plan *importPlan) *response {
 	status, msg := importStatus(plan)
-	out := importJSON{importPlan: plan, Error: msg}
-	if msg != "" {
-		out.Fields = map[string]string{}
-		for _, e := range plan.Errors {
-			k := "lines[" + strconv.Itoa(e.Line) + "]"
-			if e.Field != "" {
-				k += "[" + e.Field + "]"
-			}
-			out.Fields[k] = e.Message
-		}
+	if plan.DryRun || status == http.StatusOK {
+		return &response{JSON: plan, CacheControl: "no-store"}
 	}
-	return &response{Status: status, JSON: out, CacheControl: "no-store"}
+	fields := map[string]string{}
+	for _, e := range plan.Errors {
+		k := "lines[" + strconv.Itoa(e.Line) + "]"
+		if e.Field != "" {
+			k += "[" + e.Field + "]"
+		}
+		fields[k] = e.Message
+	}
+	if status == http.StatusConflict {
+		// A 409 carries no messages by field: the lines are in its words.
+		for _, e := range plan.Errors {
+			msg += fmt.Sprintf("; line %d: %s %s", e.Line, e.Field, e.Message)
+		}
+		return &response{Status: status, Err: store.Errorf(store.ECONFLICT, "%s", msg)}
+	}
+	return &response{Status: status, Err: &store.Error{Code: store.EINVALID, Message: msg, Fields: fields}}
 }
 
 // isCSVBody says the request's body is text/csv.
@@ -467,8 +475,13 @@ func importForm(s store.Products) handler {
 		plan, err := planImport(c.UserContext(), s, data)
 		if err != nil {
 			var fe *fiber.Error
-			if rp != reprJSON && errors.As(err, &fe) {
+			var se *store.Error
+			switch {
+			case rp == reprJSON:
+			case errors.As(err, &fe):
 				return importResponse(fe.Code, &importView{Error: fe.Message}, errorNotice("The file was not imported: "+fe.Message+".")), nil
+			case errors.As(err, &se) && se.Code == store.EINVALID:
+				return importResponse(http.StatusUnprocessableEntity, &importView{Error: se.Message}, errorNotice("The file was not imported: "+se.Message+".")), nil
 			}
 			return nil, err
 		}
@@ -502,5 +515,26 @@ func importForm(s store.Products) handler {
 		}
 		return &response{Redirect: productResource.Path(), Notice: successNotice(fmt.Sprintf("Imported %s: %d created, %d changed, %d unchanged.",
 			plural(int64(plan.Lines()), "1 product", thousands(int64(plan.Lines()))+" products"), len(plan.Create), len(plan.Change), len(plan.Unchanged)))}, nil
+	}
+}
+
+// describeImport adds the import to the OpenAPI description: a CSV body
+// on POST /products, its plan (200), and the page's /products/import.
+func describeImport(d *apiDoc, paths obj) {
+	plan := d.schemaOf(reflect.TypeFor[importPlan]())
+	post := paths[productResource.Path()].(obj)["post"].(obj)
+	post["requestBody"].(obj)["content"].(obj)["text/csv"] = obj{"schema": obj{"type": "string",
+		"description": "a header row naming the columns (sku, name, unit_price, currency, active; sku required), then a product a line"}}
+	params, _ := post["parameters"].([]any)
+	post["parameters"] = append(params, query("dry_run", "with a CSV body: 1 answers the plan and writes nothing", obj{"type": "string", "enum": []any{"", "0", "1", "true", "false"}}))
+	resps := post["responses"].(obj)
+	resps["200"] = answer("a CSV body: the plan (with dry_run) or what was written", plan)
+	resps["409"] = answer("a CSV body: lines the store refused while writing (a product changed since the plan)", errorSchema(nil))
+	form := answer("the import page", obj{})
+	paths[productResource.ViewPath("import")] = obj{
+		"get": op("importProductsForm", "the import's upload form (JSON: its columns and line limit)", nil, nil,
+			responses(map[int]obj{200: answer("the upload form", obj{"type": "object"})}, false)),
+		"post": op("importProductsPage", "the page's upload (file, multipart) and Confirm (csv, digest, confirm=1)", nil, obj{"type": "object"},
+			responses(map[int]obj{200: answer("the plan", plan), 303: answer("confirmed and written: to the List", nil), 409: form, 422: form}, true)),
 	}
 }

@@ -47,6 +47,7 @@ func init() {
 		hs.Collection = append(hs.Collection,
 			memberRoute{Method: fiber.MethodGet, Path: "/import", Action: actUpdate, Handler: importPage},
 			memberRoute{Method: fiber.MethodPost, Path: "/import", Action: actUpdate, Handler: importForm(h.store)})
+		hs.API.More = describeImport
 		return hs
 	}
 }
