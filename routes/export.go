@@ -296,6 +296,7 @@ func serveCSV(res *resource, view string, ex csvExport, list handler, logger *sl
 		}
 		c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
 			w := csv.NewWriter(bw)
+			w.UseCRLF = true // RFC 4180's line ends
 			rec := make([]string, 0, len(cols))
 			header := make([]string, len(cols))
 			for i, col := range cols {

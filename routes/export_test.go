@@ -227,7 +227,7 @@ func TestExportDefusesFormulasAndQuotesCells(t *testing.T) {
 	// The raw bytes: RFC 4180 quoting of commas, quotes and line breaks,
 	// and the apostrophe before each formula-like cell.
 	for _, want := range []string{`,"'=HYPERLINK(""http://x"")",`, `,'+1 555,`, `,'-2+3,`, `,'@SUM(A1),`,
-		`,"Smith, ""Bob""",`, "\"two\nlines\"", `,'=cmd|' /C calc'!A0,`} {
+		`,"Smith, ""Bob""",`, "\"two\r\nlines\"", "\r\n2,", `,'=cmd|' /C calc'!A0,`} {
 		if !strings.Contains(r.Body, want) {
 			t.Errorf("/orders.csv lacks %q:\n%s", want, r.Body)
 		}
