@@ -45,6 +45,13 @@ const csvPageTimeout = 10 * time.Second
 // csvWriteTimeout is how long the client has to take each page's rows.
 const csvWriteTimeout = 30 * time.Second
 
+// exportLocal marks the requests an export makes of a list handler: the
+// orders' List then reads pages of store.ExportPerPage.
+const exportLocal = "export"
+
+// exporting says c is one of an export's requests of a list handler.
+func exporting(c *fiber.Ctx) bool { return c.Locals(exportLocal) == true }
+
 // exportPath is the URI of a view's CSV: /orders.csv, /orders/inquiry.csv.
 func (r *resource) exportPath(view string) string {
 	if view == "" {
@@ -266,6 +273,7 @@ func serveCSV(res *resource, view string, ex csvExport, list handler, logger *sl
 			defer cancel()
 			lc.SetUserContext(ctx)
 			lc.Locals(personLocal, p)
+			lc.Locals(exportLocal, true)
 			out, err := list(lc, reprJSON)
 			if err != nil {
 				return exportPage{}, err
