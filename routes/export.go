@@ -249,7 +249,9 @@ func serveCSV(res *resource, view string, ex csvExport, list handler, logger *sl
 		path = res.ViewPath(view)
 	}
 	return func(c *fiber.Ctx) error {
-		c.Vary("Accept", "Cookie")
+		// The same request headers as the List's representations: the
+		// answer to one URI depends on them all.
+		c.Vary("Accept", "HX-Request", "HX-Request-Type", "HX-History-Restore-Request", "HX-Target", "Cookie")
 		if err := res.allow(c, actRead); err != nil {
 			return err
 		}

@@ -32,6 +32,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -272,30 +273,52 @@ func productChanges(a, b *store.Product) []importChange {
 // line the store refuses (a product changed since the plan, a SKU taken
 // meanwhile) is listed in the plan's Errors; the other lines are written.
 func applyImport(ctx context.Context, s store.Products, plan *importPlan) error {
-	for i := range plan.Create {
-		l := &plan.Create[i]
-		p, err := s.CreateProduct(ctx, l.in)
-		if err != nil {
-			if lineErr(plan, l.Line, err) {
-				continue
+	// The lines are independent records: a few writers at once, each
+	// line still one write of its own.
+	const writers = 8
+	type job struct {
+		l      *importLine
+		create bool
+	}
+	jobs := make(chan job)
+	var mu sync.Mutex
+	var failed error
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				var p *store.Product
+				var err error
+				if j.create {
+					p, err = s.CreateProduct(ctx, j.l.in)
+				} else {
+					in, v := j.l.in, j.l.Version
+					in.Version = &v
+					p, err = s.UpdateProduct(ctx, j.l.ID, in, 0)
+				}
+				mu.Lock()
+				switch {
+				case err == nil:
+					j.l.ID, j.l.Version, j.l.Product = p.ID, p.Version, p
+				case !lineErr(plan, j.l.Line, err) && failed == nil:
+					failed = err
+				}
+				mu.Unlock()
 			}
-			return err
-		}
-		l.ID, l.Version, l.Product = p.ID, p.Version, p
+		}()
+	}
+	for i := range plan.Create {
+		jobs <- job{&plan.Create[i], true}
 	}
 	for i := range plan.Change {
-		l := &plan.Change[i]
-		in := l.in
-		v := l.Version
-		in.Version = &v
-		p, err := s.UpdateProduct(ctx, l.ID, in, 0)
-		if err != nil {
-			if lineErr(plan, l.Line, err) {
-				continue
-			}
-			return err
-		}
-		l.Version, l.Product = p.Version, p
+		jobs <- job{&plan.Change[i], false}
+	}
+	close(jobs)
+	wg.Wait()
+	if failed != nil {
+		return failed
 	}
 	plan.Applied = true
 	sortErrors(plan.Errors)
