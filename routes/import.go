@@ -275,7 +275,7 @@ func productChanges(a, b *store.Product) []importChange {
 func applyImport(ctx context.Context, s store.Products, plan *importPlan) error {
 	// The lines are independent records: a few writers at once, each
 	// line still one write of its own.
-	const writers = 8
+	const writers = 3
 	type job struct {
 		l      *importLine
 		create bool
