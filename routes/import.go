@@ -110,6 +110,9 @@ func importBadRequest(format string, args ...any) error {
 // 400; lines with bad values are the plan's Errors.
 func planImport(ctx context.Context, s store.Products, data []byte) (*importPlan, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a spreadsheet's byte order mark
+	// Line ends as \n: a browser sends the Confirm's copy of the file with
+	// \r\n, and the digest must name the same file either way.
+	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	if !utf8.Valid(data) {
 		return nil, importBadRequest("the file must be UTF-8 text")
 	}
