@@ -195,6 +195,7 @@ func New(cfg Config) (*fiber.App, error) {
 	apis := make([]apiResource, 0, len(resources))
 	for _, r := range resources {
 		hs := r.serve(h)
+		hs.log = h.log
 		registerResource(app, r, hs)
 		apis = append(apis, hs.API)
 	}

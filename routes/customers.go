@@ -19,7 +19,8 @@ import (
 )
 
 // customerResource is the customer collection.
-var customerResource = &resource{Name: "customer", Plural: "customers", Title: "Customer", ETagPrefix: "c", Feed: store.CustomerEvents, Listing: customerListing, Rights: recordRights, Restores: true,
+var customerResource = &resource{Name: "customer", Plural: "customers", Title: "Customer", ETagPrefix: "c", Feed: store.CustomerEvents, Listing: customerListing,
+	Exports: map[string]csvExport{"": {}}, Rights: recordRights, Restores: true,
 	Nav: []navEntry{{Key: "customers", Label: "Customers",
 		Description: "The customers: the people and companies orders are for, with their contact details and addresses."}},
 	describe: func(rec any) string {

@@ -167,6 +167,9 @@ func parseQuery(c *fiber.Ctx) (store.OrderQuery, error) {
 		return q, err
 	}
 	q.Q, q.Page, q.PerPage = p.Q, p.Page, p.PerPage
+	if exporting(c) {
+		q.Export, q.PerPage = true, store.ExportPerPage
+	}
 	q.Normalize()
 	return q, nil
 }

@@ -630,6 +630,13 @@ func (d *apiDoc) paths(paths obj, a apiResource) {
 				responses(map[int]obj{201: added, 303: answer("a plain form's note", nil), 422: invalid}, true)),
 		}
 	}
+	for view := range r.Exports {
+		name := "export" + r.Title + "s" + strings.ToUpper(view[:min(1, len(view))]) + view[min(1, len(view)):]
+		paths[r.exportPath(view)] = obj{"get": op(name, "the rows of "+r.Path()+(map[bool]string{true: "/" + view}[view != ""])+
+			" for the same query, every page, as CSV (also Accept: text/csv there)", listQuery(a), nil,
+			responses(map[int]obj{200: obj{"description": "RFC 4180 CSV with a header row, streamed; an attachment",
+				"content": obj{"text/csv": obj{"schema": obj{"type": "string"}}}}}, false))}
+	}
 	if a.More != nil {
 		a.More(d, paths)
 	}

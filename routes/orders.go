@@ -16,7 +16,8 @@ import (
 )
 
 // orderResource is the order resource.
-var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents, Listing: orderListing, Rights: recordRights, Restores: true,
+var orderResource = &resource{Name: "order", Plural: "orders", Title: "Order", ETagPrefix: "o", Feed: store.OrderEvents, Listing: orderListing,
+	Exports: map[string]csvExport{"": {}, "inquiry": {Expand: "items", Also: " with their items"}}, Rights: recordRights, Restores: true,
 	Nav: []navEntry{
 		{Key: "orders", Label: "Orders", Description: "The order desk: find, sort, edit and follow every order."},
 		{Key: "inquiry", Label: "Inquiry", View: "inquiry", Description: "Every order with its items; search by name, email, SKU or order number."},

@@ -21,6 +21,7 @@ import (
 
 // productResource is the product catalogue.
 var productResource = &resource{Name: "product", Plural: "products", Title: "Product", ETagPrefix: "p", Feed: store.ProductEvents, Listing: productListing, Restores: true,
+	Exports: map[string]csvExport{"": {}},
 	// The catalogue is the managers': clerks only read it and add notes.
 	Rights: rights{Read: store.RoleViewer, Create: store.RoleManager, Update: store.RoleManager, Delete: store.RoleManager, Note: store.RoleClerk},
 	Nav: []navEntry{{Key: "products", Label: "Products",
@@ -39,7 +40,15 @@ var productResource = &resource{Name: "product", Plural: "products", Title: "Pro
 
 func init() {
 	productResource.serve = func(h *handlers) resourceHandlers {
-		return productMembers(h.store).handlers(listProducts(h.store), nil)
+		hs := productMembers(h.store).handlers(listProducts(h.store), nil)
+		// A CSV body creates and changes products by SKU (import.go); the
+		// page's import is /products/import.
+		hs.Create = importProducts(h.store, hs.Create)
+		hs.Collection = append(hs.Collection,
+			memberRoute{Method: fiber.MethodGet, Path: "/import", Action: actUpdate, Handler: importPage},
+			memberRoute{Method: fiber.MethodPost, Path: "/import", Action: actUpdate, Handler: importForm(h.store)})
+		hs.API.More = describeImport
+		return hs
 	}
 }
 

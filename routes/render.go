@@ -340,6 +340,8 @@ type view struct {
 	// History is a record's history: its page, or the timeline on the
 	// record's page.
 	History *historyView
+	// Import is the product import's page (import.go).
+	Import *importView
 
 	// TitleSwap says a fragment replaces a page-sized part (#main or the
 	// results): it carries the document title, which htmx applies (it takes

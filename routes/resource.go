@@ -56,6 +56,7 @@ package routes
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -102,6 +103,9 @@ type resource struct {
 	// record deleted within the undo window (restorer; newMembers checks).
 	Restores bool
 	Own      func(action) bool
+	// Exports are the views of its collection served as CSV (export.go),
+	// by view name: "" is the List.
+	Exports map[string]csvExport
 }
 
 // example is a resource's valid values, from which the shared test suites
@@ -328,6 +332,12 @@ type resourceHandlers struct {
 	// Routes are more routes under a member (a person's tokens), each
 	// with the action its rights are checked as.
 	Routes []memberRoute
+	// Collection are more routes under the collection's path (a product
+	// import), each with the action its rights are checked as.
+	Collection []memberRoute
+	// log is where what happens after the answer began is logged (an
+	// export that stops); New sets it.
+	log *slog.Logger
 }
 
 // memberRoute is a route under a member's path: Method on path/<id>+Path.
@@ -374,11 +384,40 @@ func registerResource(app fiber.Router, res *resource, hs resourceHandlers) {
 		}
 	}
 	path := res.Path()
-	app.Get(path, serve(actRead, hs.List))
+	for view, ex := range res.Exports {
+		list := hs.List
+		if view != "" {
+			list = hs.Views[view]
+		}
+		app.Get(res.exportPath(view), serveCSV(res, view, ex, list, hs.log))
+	}
+	// Accept: text/csv on the List or a view that has an export is that
+	// export; any other Accept goes on to negotiate.
+	csvOr := func(view string, h fiber.Handler) fiber.Handler {
+		ex, ok := res.Exports[view]
+		if !ok {
+			return h
+		}
+		list := hs.List
+		if view != "" {
+			list = hs.Views[view]
+		}
+		csvh := serveCSV(res, view, ex, list, hs.log)
+		return func(c *fiber.Ctx) error {
+			if wantsCSV(c.Get(fiber.HeaderAccept)) {
+				return csvh(c)
+			}
+			return h(c)
+		}
+	}
+	for _, r := range hs.Collection {
+		app.Add(r.Method, path+r.Path, serve(r.Action, r.Handler))
+	}
+	app.Get(path, csvOr("", serve(actRead, hs.List)))
 	app.Post(path, serve(actCreate, hs.Create))
 	app.Get(res.NewPath(), serve(actCreate, hs.New))
 	for name, h := range hs.Views {
-		app.Get(res.ViewPath(name), serve(actRead, h))
+		app.Get(res.ViewPath(name), csvOr(name, serve(actRead, h)))
 	}
 	member := path + "/:id<int>"
 	app.Get(member, serve(actRead, hs.Show))

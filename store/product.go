@@ -120,6 +120,10 @@ type ProductPage struct {
 type Products interface {
 	GetProduct(ctx context.Context, id int64) (*Product, error)
 	ListProducts(ctx context.Context, q ProductQuery) (ProductPage, error)
+	// ProductsBySKU finds the products that hold skus (case aside): the
+	// map's keys are the SKUs as given; one that no product holds is
+	// absent.
+	ProductsBySKU(ctx context.Context, skus []string) (map[string]*Product, error)
 	CreateProduct(ctx context.Context, in ProductInput) (*Product, error)
 	UpdateProduct(ctx context.Context, id int64, in ProductInput, ifMatch int64) (*Product, error)
 	DeleteProduct(ctx context.Context, id int64, ifMatch, version int64) error

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"orders/store"
 )
 
@@ -189,6 +191,49 @@ var productKind = register(&kind[store.Product]{
 // The demo catalogue (seed.go) is written through CreateProduct, which
 // refers to productKind: set apart from its literal.
 func init() { productKind.seed = (*Store).seedProducts }
+
+// ProductsBySKU finds the products that hold skus, case aside.
+func (s *Store) ProductsBySKU(ctx context.Context, skus []string) (map[string]*store.Product, error) {
+	out := make(map[string]*store.Product, len(skus))
+	// Two pipelined round trips per batch whatever its size: the claims
+	// name the ids, then the hashes are read. A claim whose product does
+	// not hold the SKU (a moment inside another write) is not an answer.
+	const batch = 1000
+	for lo := 0; lo < len(skus); lo += batch {
+		part := skus[lo:min(lo+batch, len(skus))]
+		pipe := s.rdb.Pipeline()
+		claims := make([]*redis.StringCmd, len(part))
+		for i, sku := range part {
+			claims[i] = pipe.Get(ctx, s.skuClaim(sku))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, wrap(err)
+		}
+		ids := make([]int64, len(part))
+		hashes := make([]*redis.MapStringStringCmd, len(part))
+		pipe = s.rdb.Pipeline()
+		for i, c := range claims {
+			id, err := strconv.ParseInt(c.Val(), 10, 64)
+			if err != nil || id < 1 {
+				continue
+			}
+			ids[i] = id
+			hashes[i] = pipe.HGetAll(ctx, productKind.key(s, id))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, wrap(err)
+		}
+		for i, h := range hashes {
+			if h == nil {
+				continue
+			}
+			if p, ok := decodeProduct(ids[i], h.Val()); ok && strings.EqualFold(p.SKU, part[i]) {
+				out[part[i]] = p
+			}
+		}
+	}
+	return out, nil
+}
 
 // GetProduct reads one product.
 func (s *Store) GetProduct(ctx context.Context, id int64) (*store.Product, error) {

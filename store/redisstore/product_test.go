@@ -417,3 +417,48 @@ func TestSeedIfEmptyOnceAmongInstances(t *testing.T) {
 		})
 	}
 }
+
+// TestProductsBySKUFindsEachHolderCaseAside: SKUs as given, in any case,
+// map to their products; unknown, deleted and renamed-away SKUs are absent;
+// a batch larger than one round trip's holds them all.
+func TestProductsBySKUFindsEachHolderCaseAside(t *testing.T) {
+	for _, tg := range testutil.Targets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			f := fresh(t, tg)
+			var want []string
+			for i := range 1205 {
+				sku := fmt.Sprintf("SKU-%d", i)
+				if _, err := f.s.CreateProduct(ctx, store.ProductInput{SKU: ptr(sku), Name: ptr("P"), UnitPrice: ptr("1")}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, sku)
+			}
+			if err := f.s.DeleteProduct(ctx, 3, 0, 0); err != nil { // SKU-2
+				t.Fatal(err)
+			}
+			if _, err := f.s.UpdateProduct(ctx, 4, store.ProductInput{SKU: ptr("MOVED-3")}, 0); err != nil { // SKU-3
+				t.Fatal(err)
+			}
+			asked := append([]string{"sku-0", "Sku-1", "SKU-2", "SKU-3", "moved-3", "NONE"}, want[4:]...)
+			got, err := f.s.ProductsBySKU(ctx, asked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sku := range []string{"SKU-2", "SKU-3", "NONE"} {
+				if p := got[sku]; p != nil {
+					t.Errorf("%s: found product %d (%s), want none", sku, p.ID, p.SKU)
+				}
+			}
+			if p := got["sku-0"]; p == nil || p.ID != 1 || p.SKU != "SKU-0" {
+				t.Errorf("sku-0: %+v, want product 1 SKU-0", p)
+			}
+			if p := got["moved-3"]; p == nil || p.ID != 4 {
+				t.Errorf("moved-3: %+v, want product 4", p)
+			}
+			if n := len(got); n != 3+len(want)-4 {
+				t.Errorf("%d found, want %d", n, 3+len(want)-4)
+			}
+		})
+	}
+}
