@@ -222,7 +222,7 @@ func orderArgs(args []any, o *store.Order) []any {
 	for i := range o.Items {
 		args = append(args, itemField(i), string(appendItem(nil, &o.Items[i])))
 	}
-	return args
+	return appendScale(args, o.Currency)
 }
 
 func statusCodeOf(st store.Status) string {
@@ -319,6 +319,7 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (store.Order, bo
 			return store.Order{}, false
 		}
 	}
+	scale := readScale(h, o.Currency)
 	items := make([]store.Item, 0, max(len(h)-5, 0))
 	for i := 0; ; i++ {
 		v, ok := h[itemField(i)]
@@ -326,6 +327,7 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (store.Order, bo
 			break
 		}
 		if it, ok := parseItem(v); ok {
+			it.UnitPrice = scale(it.UnitPrice)
 			items = append(items, it)
 		}
 	}
