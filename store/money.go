@@ -26,13 +26,16 @@ const MaxUnitPrice Money = 100_000_000
 // maxWholeDigits bounds the whole part of an amount: at most 1,000,000.
 const maxWholeDigits = 7
 
-// inUse holds the currencies some country or territory has as legal tender
-// today, as golang.org/x/text knows them: a code that only names a
-// withdrawn currency, a metal or a test code is not one an order can use.
+// inUse holds the currencies some country or territory uses today (legal
+// tender, or a unit of account such as CLF), as golang.org/x/text knows
+// them: a code that only names a withdrawn currency, a metal or a test code
+// is not one an order can use.
 var inUse = func() map[currency.Unit]bool {
 	m := map[currency.Unit]bool{}
-	for it := currency.Query(currency.Date(time.Now())); it.Next(); {
-		m[it.Unit()] = true
+	for it := currency.Query(currency.Date(time.Now()), currency.NonTender); it.Next(); {
+		if it.Region().String() != "ZZ" { // metals, funds and test codes belong to no place
+			m[it.Unit()] = true
+		}
 	}
 	return m
 }()
