@@ -248,7 +248,7 @@ func TestPickerEscapeClickAndSKU(t *testing.T) {
 	e.do(t, "click the option", chromedp.Click(css("#items-0-name-products [role=option]")))
 	e.waitClosed(t, "#items-0-name")
 	w := byName(ps, "Mug warmer")
-	if got, want := e.rowValues(t, 0), [4]string{w.SKU, w.Name, "", w.UnitPrice.String()}; got != want {
+	if got, want := e.rowValues(t, 0), [4]string{w.SKU, w.Name, "1", w.UnitPrice.String()}; got != want {
 		t.Errorf("after a click the row holds %q, want %q", got, want)
 	}
 	e.waitFocus(t, "after a click", "#items-0-quantity")

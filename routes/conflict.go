@@ -99,7 +99,7 @@ type diffItem struct {
 
 // newConflict compares what the person sent with the stored order.
 func newConflict(cur *store.Order, in store.OrderInput, row bool) *conflictView {
-	c := &conflictView{R: orderResource, ID: cur.ID, Version: cur.Version, TheirsTotal: cur.Total.String(), Row: row}
+	c := &conflictView{R: orderResource, ID: cur.ID, Version: cur.Version, TheirsTotal: cur.Total.Grouped(cur.Currency), Row: row}
 	field := func(name string, sent *string, theirs string, norm func(string) string, show func(string) string) {
 		if sent == nil {
 			return
@@ -123,7 +123,11 @@ func newConflict(cur *store.Order, in store.OrderInput, row bool) *conflictView 
 	field("notes", in.Notes, cur.Notes, normText, same)
 	if in.HasItems {
 		c.ItemsFrozen, c.FrozenStatus = !cur.Status.ItemsEditable(), string(cur.Status)
-		c.diffItems(cur, in.Items)
+		yoursCode := cur.Currency
+		if in.Currency != nil {
+			yoursCode = strings.ToUpper(strings.TrimSpace(*in.Currency))
+		}
+		c.diffItems(cur, in.Items, yoursCode)
 	}
 	return c
 }
@@ -131,11 +135,11 @@ func newConflict(cur *store.Order, in store.OrderInput, row bool) *conflictView 
 // diffItems pairs the person's items with the stored ones: identical items
 // first, then the same SKU, then the same name; what is left is on one side
 // only.
-func (c *conflictView) diffItems(cur *store.Order, sent []store.ItemInput) {
+func (c *conflictView) diffItems(cur *store.Order, sent []store.ItemInput, yoursCode string) {
 	theirs := make([]diffItem, len(cur.Items))
 	for i, it := range cur.Items {
 		theirs[i] = diffItem{side: itemSide{SKU: it.SKU, Name: it.Name, Quantity: strconv.FormatInt(it.Quantity, 10),
-			UnitPrice: it.UnitPrice.String(), LineTotal: it.LineTotal.String()},
+			UnitPrice: it.UnitPrice.In(cur.Currency), LineTotal: it.LineTotal.Grouped(cur.Currency)},
 			qty: it.Quantity, price: it.UnitPrice, qtyOK: true, priceOK: true, pairedWith: -1}
 	}
 	yours := make([]diffItem, len(sent))
@@ -147,11 +151,11 @@ func (c *conflictView) diffItems(cur *store.Order, sent []store.ItemInput) {
 		if q, err := strconv.ParseInt(d.side.Quantity, 10, 64); err == nil && q >= 0 {
 			d.qty, d.qtyOK, d.side.Quantity = q, true, strconv.FormatInt(q, 10)
 		}
-		if p, err := store.ParseMoney(d.side.UnitPrice); err == nil {
-			d.price, d.priceOK, d.side.UnitPrice = p, true, p.String()
+		if p, err := store.ParseAmount(d.side.UnitPrice, yoursCode); err == nil {
+			d.price, d.priceOK, d.side.UnitPrice = p, true, p.In(yoursCode)
 		}
 		if d.qtyOK && d.priceOK && d.qty <= store.MaxQuantity {
-			d.side.LineTotal = d.price.Times(d.qty).String()
+			d.side.LineTotal = d.price.Times(d.qty).Grouped(yoursCode)
 			total += d.price.Times(d.qty)
 		} else {
 			totalOK = false
@@ -159,7 +163,7 @@ func (c *conflictView) diffItems(cur *store.Order, sent []store.ItemInput) {
 		yours[i] = d
 	}
 	if totalOK {
-		c.YoursTotal = total.String()
+		c.YoursTotal = total.Grouped(yoursCode)
 	}
 	identical := func(y, t *diffItem) bool {
 		return y.side.SKU == t.side.SKU && y.side.Name == t.side.Name && y.qtyOK && y.priceOK &&

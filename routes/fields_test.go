@@ -111,7 +111,7 @@ func TestFormControlsTakeTheStoreLimits(t *testing.T) {
 			t.Errorf("control %s: got %q, want %s", id, tag, want)
 		}
 	}
-	if want := fmt.Sprintf(`<tbody id="item-rows" data-max-rows="%d" data-rows-key="items">`, store.MaxItems); !strings.Contains(html, want) {
+	if want := fmt.Sprintf(`<tbody id="item-rows" data-max-rows="%d" data-rows-key="items"`, store.MaxItems); !strings.Contains(html, want) {
 		t.Errorf("the item rows' table lacks %s", want)
 	}
 }

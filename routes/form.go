@@ -32,6 +32,8 @@ type orderForm struct {
 type itemForm struct {
 	N      int
 	values itemRow
+	// currency is the form's: it says how many decimals a price has.
+	currency string
 }
 
 // Number is the row's number as people count: N+1.
@@ -66,7 +68,7 @@ func orderInput(o *store.Order) orderIn {
 		HasItems: true, Items: make([]store.ItemInput, len(o.Items))}}
 	for i, it := range o.Items {
 		in.Items[i] = store.ItemInput{SKU: it.SKU, Name: it.Name,
-			Quantity: strconv.FormatInt(it.Quantity, 10), UnitPrice: it.UnitPrice.String()}
+			Quantity: strconv.FormatInt(it.Quantity, 10), UnitPrice: it.UnitPrice.In(o.Currency)}
 	}
 	return in
 }
@@ -94,8 +96,23 @@ func (f *orderForm) setConflict(c *conflictView, version int64) { f.Conflict, f.
 func (f *orderForm) setItems(rows []itemRow) {
 	f.Items = f.Items[:0]
 	for _, r := range rows {
-		f.Items = append(f.Items, itemForm{N: r.n, values: r})
+		f.Items = append(f.Items, itemForm{N: r.n, values: r, currency: f.currency()})
 	}
+}
+
+// Digits is the number of decimals of the form's currency, for app.js's
+// preview of the totals.
+func (f *orderForm) Digits() int {
+	d, _ := store.CurrencyDigits(f.currency())
+	return d
+}
+
+// currency is the currency the form shows (perhaps as typed, not valid).
+func (f *orderForm) currency() string {
+	if c := f.values.Currency; c != nil {
+		return strings.ToUpper(strings.TrimSpace(*c))
+	}
+	return "USD"
 }
 
 // Field is the view of a field of the New or Edit form.
@@ -161,7 +178,7 @@ func (f *orderForm) addBlankRows(n int) {
 		next = max(next, it.N+1)
 	}
 	for i := 0; i < n && len(f.Items) < store.MaxItems; i++ {
-		f.Items = append(f.Items, itemForm{N: next + i, values: itemRow{n: next + i}})
+		f.Items = append(f.Items, itemForm{N: next + i, values: itemRow{n: next + i}, currency: f.currency()})
 	}
 }
 
@@ -177,8 +194,8 @@ func (it itemForm) lineTotal() (total store.Money, ok, blank bool) {
 	if err != nil || n < 1 || n > store.MaxQuantity {
 		return 0, false, false
 	}
-	m, err := store.ParseMoney(p)
-	if err != nil || m > store.MaxUnitPrice {
+	m, err := store.ParseAmount(p, it.currency)
+	if err != nil || m > store.MaxPrice(it.currency) {
 		return 0, false, false
 	}
 	return m.Times(n), true, false
@@ -187,7 +204,7 @@ func (it itemForm) lineTotal() (total store.Money, ok, blank bool) {
 // LineTotal is the row's line total as shown, or "–" when it has none.
 func (it itemForm) LineTotal() string {
 	if t, ok, _ := it.lineTotal(); ok {
-		return t.String()
+		return t.Grouped(it.currency)
 	}
 	return "–"
 }
@@ -206,7 +223,7 @@ func (f *orderForm) Total() string {
 		}
 		sum += t
 	}
-	return sum.String()
+	return sum.Grouped(f.currency())
 }
 
 // removeRow drops item row n (a Remove button without JavaScript); a form

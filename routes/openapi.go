@@ -115,11 +115,12 @@ var (
 	}
 )
 
-// moneyPattern is an amount as JSON writes it: a decimal string with two
-// decimals ("19.99"); a request may send fewer decimals, or a number.
+// moneyPattern is an amount as JSON writes it: a decimal string with its
+// currency's decimals ("350" JPY, "19.99" USD, "1.234" BHD); a request may
+// send fewer decimals, or a number.
 const (
-	moneyPattern   = `^-?[0-9]+\.[0-9]{2}$`
-	moneyInPattern = `^\s*[0-9]+(\.[0-9]{0,2})?\s*$`
+	moneyPattern   = `^-?[0-9]+(\.[0-9]{1,4})?$`
+	moneyInPattern = `^\s*[0-9]+(\.[0-9]{0,4})?\s*$`
 	idPattern      = `^[1-9][0-9]{0,17}$`
 )
 
@@ -139,7 +140,7 @@ func orNull(s obj) obj { return obj{"anyOf": []any{s, obj{"type": "null"}}} }
 // omitempty is required, and no other member is allowed.
 func (d *apiDoc) schemaOf(t reflect.Type) obj {
 	if t == moneyType {
-		return obj{"type": "string", "pattern": moneyPattern, "description": "an amount: a decimal string with two decimals"}
+		return obj{"type": "string", "pattern": moneyPattern, "description": "an amount: a decimal string with the currency's decimals (none for JPY, two for USD, three for BHD)"}
 	}
 	if t == timeType {
 		return obj{"type": "string", "format": "date-time"}
@@ -280,7 +281,7 @@ func (d *apiDoc) fieldSchema(f apiField, record reflect.Type) obj {
 		return obj{"type": []string{"integer", "string", "null"}, "pattern": pattern, "description": "a whole number, or its digits as a string"}
 	case kindMoney:
 		return obj{"type": []string{"string", "number", "null"}, "pattern": moneyInPattern, "minimum": 0,
-			"description": `an amount: a decimal string with at most two decimals ("19.99")`}
+			"description": `an amount: a decimal string with at most the currency's decimals ("350" JPY, "19.99" USD, "1.234" BHD)`}
 	case kindVersion:
 		return obj{"type": []string{"integer", "null"}, "minimum": 1,
 			"description": "the version the client read: a stale one is refused (409)"}

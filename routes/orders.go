@@ -459,7 +459,7 @@ func newOrderRow(r *resource, p *person, z zoned, o *store.Order, may *can) *ord
 	path := r.MemberPath(o.ID)
 	return &orderRow{ID: o.ID, Version: o.Version, RowID: r.RowID(o.ID), Path: path, EditPath: path + "/edit",
 		Customer: o.Customer, Email: o.Email, Status: o.Status, StatusTitle: statusTitle(o.Status),
-		ItemCount: o.ItemCount, Total: o.Total.String(), Currency: o.Currency,
+		ItemCount: o.ItemCount, Total: o.Total.Grouped(o.Currency), Currency: o.Currency,
 		Created: z.Date(o.CreatedAt), CreatedISO: formatISODate(o.CreatedAt),
 		Updated: z.Date(o.UpdatedAt), UpdISO: formatISODate(o.UpdatedAt),
 		Update: may.Update, Delete: may.Delete}

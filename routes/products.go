@@ -28,7 +28,7 @@ var productResource = &resource{Name: "product", Plural: "products", Title: "Pro
 		Description: "The product catalogue: the SKUs, names and prices the order forms offer."}},
 	describe: func(rec any) string {
 		p := rec.(*store.Product)
-		return fmt.Sprintf("Product %s: %s, %s %s.", p.SKU, p.Name, p.UnitPrice, p.Currency)
+		return fmt.Sprintf("Product %s: %s, %s %s.", p.SKU, p.Name, p.UnitPrice.Grouped(p.Currency), p.Currency)
 	},
 	Example: example{
 		Create: func(n int) map[string]any {
@@ -215,6 +215,6 @@ func newProductForm(p *store.Product) *recordForm[store.ProductInput] {
 func productInput(p *store.Product) store.ProductInput {
 	text := func(s string) *string { return &s }
 	active := p.Active
-	return store.ProductInput{SKU: text(p.SKU), Name: text(p.Name), UnitPrice: text(p.UnitPrice.String()),
+	return store.ProductInput{SKU: text(p.SKU), Name: text(p.Name), UnitPrice: text(p.UnitPrice.In(p.Currency)),
 		Currency: text(p.Currency), Active: &active}
 }

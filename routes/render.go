@@ -959,7 +959,10 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"nav":      navEntries,
+	"nav": navEntries,
+	// money is an amount as pages show it: in its currency's decimals,
+	// digits grouped in threes ("12,345.00", "350" for JPY).
+	"money":    func(m store.Money, code string) string { return m.Grouped(code) },
 	"noticeID": func() string { return noticeID },
 	"alertID":  func() string { return alertID },
 	// wbrEmail lets an email address break after "@" and before ".".

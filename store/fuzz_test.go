@@ -36,3 +36,30 @@ func FuzzParseMoney(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAmount: in a currency with no decimals (JPY) or three (BHD),
+// ParseAmount never panics, accepts no more decimals than the currency
+// has, and what it accepts prints back (In) as the same amount.
+func FuzzParseAmount(f *testing.F) {
+	for _, s := range []string{"350", "350.5", "1.234", "1.2345", "1000000", "1000000.001", "", ".", "0.000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, code := range []string{"JPY", "BHD"} {
+			m, err := ParseAmount(s, code)
+			if err != nil {
+				continue
+			}
+			d, _ := CurrencyDigits(code)
+			if _, frac, _ := strings.Cut(s, "."); len(frac) > d {
+				t.Fatalf("ParseAmount(%q, %s) accepted %d decimals", s, code, len(frac))
+			}
+			if limit := 10 * MaxPrice(code); m < 0 || m >= limit { // at most seven whole digits
+				t.Fatalf("ParseAmount(%q, %s) = %d, outside 0 to %s", s, code, m, limit.In(code))
+			}
+			if back, err := ParseAmount(m.In(code), code); err != nil || back != m {
+				t.Fatalf("ParseAmount(%q, %s) = %s, which reads back as %d, %v", s, code, m.In(code), back, err)
+			}
+		}
+	})
+}

@@ -291,12 +291,29 @@ func ApplyOrder(cur *Order, in OrderInput) (Order, map[string]string) {
 	if in.Currency != nil {
 		v, msg := checkCurrency(*in.Currency)
 		switch {
+		case cur != nil && v == cur.Currency:
+			// The stored currency again is no change, even a code no
+			// longer accepted: such an order stays editable as it is.
 		case msg != "":
 			errs["currency"] = msg
-		case frozen && v != cur.Currency:
+		case frozen:
 			errs["currency"] = "cannot change once an order is " + string(cur.Status)
 		default:
 			o.Currency = v
+		}
+	}
+	if cur != nil && o.Currency != cur.Currency && !in.HasItems {
+		// The items kept through a change of currency keep their
+		// amounts' digits (12.50 USD becomes 12.50 EUR), which must fit
+		// the new currency's decimals.
+		from, to := MoneyScale(cur.Currency), MoneyScale(o.Currency)
+		for i := range o.Items {
+			p, ok := o.Items[i].UnitPrice.Rescale(from, to)
+			if !ok || !p.FitsCurrency(o.Currency) {
+				errs["currency"] = "the items' prices have more decimals than " + o.Currency + " has: change them too"
+				break
+			}
+			o.Items[i].UnitPrice = p
 		}
 	}
 	if in.HasItems {
@@ -306,7 +323,7 @@ func ApplyOrder(cur *Order, in OrderInput) (Order, map[string]string) {
 			items := make([]Item, 0, len(in.Items))
 			scratch := map[string]string{}
 			for i, it := range in.Items {
-				if item, ok := validateItem(i, it, scratch); ok {
+				if item, ok := validateItem(i, it, cur.Currency, scratch); ok {
 					items = append(items, item)
 				}
 			}
@@ -318,11 +335,20 @@ func ApplyOrder(cur *Order, in OrderInput) (Order, map[string]string) {
 		} else {
 			o.Items = make([]Item, 0, len(in.Items))
 			for i, it := range in.Items {
-				item, ok := validateItem(i, it, errs)
+				item, ok := validateItem(i, it, o.Currency, errs)
 				if ok {
 					o.Items = append(o.Items, item)
 				}
 			}
+		}
+	}
+	if len(errs) == 0 && len(o.Items) == 0 && o.Status.NeedsItems() {
+		// A draft may have no items; an order that goes ahead needs one.
+		switch {
+		case cur == nil || o.Status != cur.Status:
+			errs["status"] = "cannot be " + string(o.Status) + " without items: add at least one item first"
+		case len(cur.Items) > 0:
+			errs["items"] = "a " + string(o.Status) + " order needs at least one item"
 		}
 	}
 	if len(errs) > 0 {
@@ -332,9 +358,13 @@ func ApplyOrder(cur *Order, in OrderInput) (Order, map[string]string) {
 	return o, nil
 }
 
+// NeedsItems reports whether an order in status s must have items: every
+// status but a draft (pending) and a cancelled order.
+func (s Status) NeedsItems() bool { return s != Pending && s != Cancelled }
+
 // validateItem checks item i of a request (its position in Input.Items,
 // which names it in the messages: items[i][field]).
-func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
+func validateItem(i int, it ItemInput, code string, errs map[string]string) (Item, bool) {
 	n := len(errs)
 	var item Item
 	var msg string
@@ -353,7 +383,7 @@ func validateItem(i int, it ItemInput, errs map[string]string) (Item, bool) {
 			errs[itemKey(i, "quantity")] = msgQuantity
 		}
 	}
-	if item.UnitPrice, msg = checkPrice(it.UnitPrice); msg != "" {
+	if item.UnitPrice, msg = checkPrice(it.UnitPrice, code); msg != "" {
 		errs[itemKey(i, "unit_price")] = msg
 	}
 	return item, len(errs) == n
@@ -393,23 +423,28 @@ func checkSKU(raw string, required bool) (string, string) {
 	return v, ""
 }
 
-// checkPrice reads a unit price: 0.00 to MaxUnitPrice.
-func checkPrice(raw string) (Money, string) {
-	m, err := ParseMoney(strings.TrimSpace(raw))
+// checkPrice reads a unit price in a currency: 0 to MaxPrice, with no
+// more decimals than the currency has.
+func checkPrice(raw, code string) (Money, string) {
+	m, err := ParseAmount(strings.TrimSpace(raw), code)
 	switch {
 	case err != nil:
 		return 0, err.Error()
-	case m > MaxUnitPrice:
-		return 0, "must be at most " + MaxUnitPrice.String()
+	case m > MaxPrice(code):
+		return 0, "must be at most " + MaxPrice(code).In(code)
 	}
 	return m, ""
 }
 
-// checkCurrency reads a currency code (upper-cased).
+// checkCurrency reads a currency code (upper-cased): an ISO 4217 code of a
+// currency in use. It returns the upper-cased code even when it refuses it.
 func checkCurrency(raw string) (string, string) {
 	v := strings.ToUpper(strings.TrimSpace(raw))
 	if !currencyRE.MatchString(v) {
-		return "", "must be a three-letter ISO 4217 code, like USD"
+		return v, "must be a three-letter ISO 4217 code, like USD"
+	}
+	if _, ok := CurrencyDigits(v); !ok {
+		return v, "must be the ISO 4217 code of a currency in use, like USD or EUR; " + v + " is none"
 	}
 	return v, ""
 }

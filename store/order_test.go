@@ -212,7 +212,8 @@ func TestStatusTransitionsValidate(t *testing.T) {
 			if got := from.CanBecome(to); got != ok {
 				t.Errorf("%s.CanBecome(%s) = %v, want %v", from, to, got, ok)
 			}
-			cur := &store.Order{ID: 1, Customer: "Ada", Status: from, Currency: "USD", Version: 3, Items: []store.Item{}}
+			cur := &store.Order{ID: 1, Customer: "Ada", Status: from, Currency: "USD", Version: 3,
+				Items: []store.Item{{Name: "Widget", Quantity: 1, UnitPrice: 100}}}
 			errs := store.Validate(cur, store.OrderInput{Status: ptr(string(to))})
 			if ok {
 				checkErrs(t, errs, "", "")

@@ -63,23 +63,36 @@ func ApplyProduct(cur *Product, in ProductInput) (Product, map[string]string) {
 	case cur == nil:
 		errs["name"] = "is required"
 	}
+	if in.Currency != nil {
+		c, msg := checkCurrency(*in.Currency)
+		switch {
+		case cur != nil && c == cur.Currency:
+			// The stored currency again is no change, even a code no
+			// longer accepted: such a product stays editable as it is.
+		case msg != "":
+			errs["currency"] = msg
+		default:
+			p.Currency = c
+		}
+	}
 	switch {
 	case in.UnitPrice != nil:
 		var m Money
-		if m, msg = checkPrice(*in.UnitPrice); msg != "" {
+		if m, msg = checkPrice(*in.UnitPrice, p.Currency); msg != "" {
 			errs["unit_price"] = msg
 		} else {
 			p.UnitPrice = m
 		}
 	case cur == nil:
 		errs["unit_price"] = "is required"
-	}
-	if in.Currency != nil {
-		var c string
-		if c, msg = checkCurrency(*in.Currency); msg != "" {
-			errs["currency"] = msg
+	case p.Currency != cur.Currency:
+		// A price kept through a change of currency keeps its digits,
+		// which must fit the new currency's decimals.
+		m, ok := cur.UnitPrice.Rescale(MoneyScale(cur.Currency), MoneyScale(p.Currency))
+		if !ok || !m.FitsCurrency(p.Currency) {
+			errs["unit_price"] = "has more decimals than " + p.Currency + " has: change it too"
 		} else {
-			p.Currency = c
+			p.UnitPrice = m
 		}
 	}
 	if in.Active != nil {

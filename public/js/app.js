@@ -40,27 +40,41 @@
   const isResults = (el) => el?.nodeType === 1 && el.hasAttribute("data-results");
 
   // ---- Forms ----
-  // Money as text → cents, with integer arithmetic only (never a float).
-  function cents(text) {
-    const m = /^\s*(\d{1,7})(?:\.(\d{1,2}))?\s*$/.exec(text || "");
-    return m && parseInt(m[1], 10) * 100 + parseInt((m[2] || "").padEnd(2, "0"), 10);
+  // Money as text → an amount in units of 10^-scale (scale: the currency's
+  // decimals, at least two), as BigInt: integer arithmetic only, never a
+  // float. null for text with more decimals than the currency has.
+  const digitsOf = (tbody) => parseInt(tbody?.getAttribute("data-money-digits") ?? "2", 10);
+  function units(text, d) {
+    const m = /^\s*(\d{1,7})(?:\.(\d+))?\s*$/.exec(text || "");
+    if (!m || (m[2] || "").length > d) return null;
+    const scale = Math.max(d, 2);
+    return BigInt(m[1]) * 10n ** BigInt(scale) + BigInt((m[2] || "").padEnd(scale, "0"));
   }
-  const money = (c) => Math.floor(c / 100) + "." + String(c % 100).padStart(2, "0");
+  // money prints an amount as the server does: the currency's decimals,
+  // the whole part in groups of three ("12,345.00", "350").
+  function money(u, d) {
+    const scale = BigInt(Math.max(d, 2)), unit = 10n ** scale;
+    const whole = (u / unit).toString().replace(/\B(?=(\d{3})+$)/g, ",");
+    const frac = (u % unit).toString().padStart(Number(scale), "0").slice(0, d);
+    return frac ? whole + "." + frac : whole;
+  }
 
   // Line and order totals as one types: a preview; the server's are the truth.
   function updateTotals(tbody) {
     if (!tbody) return;
-    let total = 0, ok = true;
+    let total = 0n, ok = true;
+    const d = digitsOf(tbody);
     $$("tr.item-row", tbody).forEach((row) => {
       const q = $("input[name$='[quantity]']", row), p = $("input[name$='[unit_price]']", row);
-      const qv = q && /^\s*\d{1,7}\s*$/.test(q.value) ? parseInt(q.value, 10) : null;
-      const line = qv !== null && p && cents(p.value) !== null ? qv * cents(p.value) : null;
-      $("output.line-total", row).textContent = line === null ? "–" : money(line);
+      const qv = q && /^\s*\d{1,7}\s*$/.test(q.value) ? BigInt(q.value.trim()) : null;
+      const pv = p ? units(p.value, d) : null;
+      const line = qv !== null && pv !== null ? qv * pv : null;
+      $("output.line-total", row).textContent = line === null ? "–" : money(line, d);
       if (line !== null) total += line;
       else if (q?.value.trim() || p?.value.trim()) ok = false;
     });
     const t = tbody.closest("table")?.querySelector("tfoot output");
-    if (t) t.textContent = ok ? money(total) : "–";
+    if (t) t.textContent = ok ? money(total, d) : "–";
   }
   const enhance = () => updateTotals($("[data-max-rows]"));
   on("DOMContentLoaded", enhance);
@@ -76,11 +90,15 @@
       if (!tbody || !b.matches("[data-add-row], [data-remove-row]")) return;
       // The number of rows before an Add; -1 - the index of a Remove's row.
       d.ctx.rowAt = b.matches("[data-add-row]") ? tbody.rows.length : -1 - [...tbody.rows].indexOf(b.closest("tr"));
+      // A row the picker asks for leaves the focus where the person is.
+      d.ctx.keepFocus = b._keepFocus;
+      b._keepFocus = false;
     },
     htmx_after_swap(elt, d) {
       const at = d.ctx.rowAt, tbody = at !== undefined && document.getElementById(d.ctx.target.id);
       if (!tbody) return;
       updateTotals(tbody);
+      if (d.ctx.keepFocus) return;
       const row = tbody.rows[at >= 0 ? Math.min(at, tbody.rows.length - 1) : Math.max(0, -2 - at)];
       row?.querySelector(at >= 0 ? "input" : "[data-remove-row]")?.focus();
     }
@@ -315,9 +333,26 @@
     opts[i].scrollIntoView({ block: "nearest" });
   }
   // show opens the list the server's options were swapped into.
+  // formCurrency is the currency of an item field's order form, or null
+  // (not an item field).
+  function formCurrency(input) {
+    const c = input.closest("tr") && input.form?.querySelector("[name=currency]");
+    return c ? c.value.trim().toUpperCase() : null;
+  }
+  // A product in another currency than the order's says so in its option.
+  function markCurrencies(input, opts) {
+    const cur = formCurrency(input);
+    opts.forEach((o) => {
+      const c = o.getAttribute("data-currency");
+      if (!cur || !c || c === cur || $(".product-option-warning", o)) return;
+      o.append(attrs(document.createElement("span"), { class: "product-option-warning" }));
+      o.lastChild.textContent = `Priced in ${c}, not ${cur}: the price is not copied`;
+    });
+  }
   function show(input) {
     const opts = options(input), n = opts.length, step = pending?.input === input ? pending.step : 0;
     pending = null;
+    markCurrencies(input, opts);
     if (!n) announce(input, "No " + noun(input) + " matches");
     if (!n || document.activeElement !== input) return close(input);
     opts.forEach((o, i) => { o.id = input.id + "-products-" + i; });
@@ -331,19 +366,45 @@
   }
   // choose copies o into its row's fields (outside the rows: the form's),
   // as if typed, and moves on to the first field it does not fill.
+  // A product in another currency fills SKU and name but never its price:
+  // the price field is left empty, to be typed in the order's currency, and
+  // a warning under the items says why. Choosing a product fills quantity 1
+  // when the quantity is empty, and choosing one in the last row adds an
+  // empty row after it (the Add item row button's request).
+  const typed = (el, v) => {
+    el.value = v;
+    ["input", "change"].forEach((t) => el.dispatchEvent(new Event(t, { bubbles: true })));
+  };
   function choose(input, o) {
     close(input);
     const inRow = input.closest("tr"), row = inRow || input.form || document;
+    const cur = formCurrency(input), theirs = o.getAttribute("data-currency");
+    const foreign = !!(cur && theirs && theirs !== cur);
     $$("[data-product-field]", row).forEach((el) => {
-      const v = o.getAttribute("data-" + el.getAttribute("data-product-field"));
+      const field = el.getAttribute("data-product-field");
+      const v = o.getAttribute("data-" + field);
       if (v === null || (!inRow && el.closest("tr"))) return;
-      el.value = v;
-      ["input", "change"].forEach((t) => el.dispatchEvent(new Event(t, { bubbles: true })));
+      typed(el, foreign && field === "unit_price" ? "" : v);
     });
-    announce(input, o.getAttribute("data-chosen") || `${o.getAttribute("data-name")} chosen: SKU ${o.getAttribute("data-sku")}, unit price ${o.getAttribute("data-unit_price")}`);
-    const next = $("input:not([type=hidden]):not([data-product-field]):not([readonly])", row);
+    const warning = inRow && input.form.querySelector("[data-picker-warning]");
+    if (warning) {
+      warning.hidden = !foreign;
+      warning.textContent = foreign ? `${o.getAttribute("data-name")} is priced in ${theirs} (${o.getAttribute("data-unit_price")} ${theirs}), ` +
+        `not in this order's ${cur}: its price was not copied. Type the unit price in ${cur}.` : "";
+    }
+    const qty = inRow && $("input[name$='[quantity]']", inRow);
+    if (qty && !qty.value.trim()) typed(qty, "1");
+    announce(input, foreign ? warning?.textContent || "" :
+      o.getAttribute("data-chosen") || `${o.getAttribute("data-name")} chosen: SKU ${o.getAttribute("data-sku")}, unit price ${o.getAttribute("data-unit_price")}`);
+    const price = inRow && $("input[name$='[unit_price]']", inRow);
+    const next = foreign && price ? price : $("input:not([type=hidden]):not([data-product-field]):not([readonly])", row);
     (next || input).focus();
     next?.select?.();
+    const tbody = inRow?.parentElement, add = tbody && input.form.querySelector("[data-add-row]");
+    if (add && inRow === tbody.rows[tbody.rows.length - 1] && tbody.rows.length < parseInt(tbody.getAttribute("data-max-rows"), 10)) {
+      add._keepFocus = true;
+      add.click();
+    }
   }
 
   ext("orders-picker", {

@@ -43,7 +43,8 @@ func TestAFullRedisIsAnOutage(t *testing.T) {
 		}
 	}
 	s := redisstore.New(c, redisstore.Options{})
-	ada, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
+	ada, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace"), HasItems: true,
+		Items: []store.ItemInput{{Name: "Widget", Quantity: "1", UnitPrice: "1.00"}}})
 	must(t, err)
 
 	must(t, c.ConfigSet(ctx, "maxmemory", "1").Err())

@@ -229,7 +229,7 @@ func orderArgs(args []any, o *store.Order) []any {
 	for i := range o.Items {
 		args = append(args, itemField(i), string(appendItem(nil, &o.Items[i])))
 	}
-	return args
+	return appendScale(args, o.Currency)
 }
 
 func statusCodeOf(st store.Status) string {
@@ -326,6 +326,7 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (store.Order, bo
 			return store.Order{}, false
 		}
 	}
+	scale := readScale(h, o.Currency)
 	items := make([]store.Item, 0, max(len(h)-5, 0))
 	for i := 0; ; i++ {
 		v, ok := h[itemField(i)]
@@ -333,6 +334,7 @@ func decodeOrder(id int64, h map[string]string, withItems bool) (store.Order, bo
 			break
 		}
 		if it, ok := parseItem(v); ok {
+			it.UnitPrice = scale(it.UnitPrice)
 			items = append(items, it)
 		}
 	}

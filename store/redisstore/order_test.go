@@ -116,8 +116,13 @@ func TestFrozenOnceShipped(t *testing.T) {
 			// Items.
 			_, err := s.UpdateOrder(ctx, o.ID, store.OrderInput{Items: []store.ItemInput{widget, widget}, HasItems: true}, 0)
 			checkUpdate(t, err, editable, "items", frozen)
+			// No items at all: a draft may have none, a confirmed order not.
 			_, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{HasItems: true}, 0)
-			checkUpdate(t, err, editable, "items", frozen)
+			if st == store.Confirmed {
+				checkUpdate(t, err, false, "items", "a confirmed order needs at least one item")
+			} else {
+				checkUpdate(t, err, editable, "items", frozen)
+			}
 			// Currency: a change is refused; the same value is not a change.
 			_, err = s.UpdateOrder(ctx, o.ID, store.OrderInput{Currency: ptr("EUR")}, 0)
 			checkUpdate(t, err, editable, "currency", frozen)

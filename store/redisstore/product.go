@@ -26,7 +26,7 @@ import (
 //
 // Keys (with the store's prefix):
 //
-//	p:{p}:<id>              hash: k sku, n name, pr price (cents), cu currency (absent when USD), a "1" when active, v, ca, ua
+//	p:{p}:<id>              hash: k sku, n name, pr price (in hundredths, or ms decimals), cu currency (absent when USD), ms (absent when 2), a "1" when active, v, ca, ua
 //	seq:{p}                 the id counter
 //	pu:{p}:sku:<sku folded> the id that holds the SKU
 //	px:{p}:created[:part]   by created time, score timeScore, member the id
@@ -61,7 +61,7 @@ func encodeProduct(p *store.Product) []any {
 	if p.Currency != "USD" {
 		args = append(args, pfCurrency, p.Currency)
 	}
-	return args
+	return appendScale(args, p.Currency)
 }
 
 func decodeProduct(id int64, h map[string]string) (*store.Product, bool) {
@@ -79,7 +79,7 @@ func decodeProduct(id int64, h map[string]string) (*store.Product, bool) {
 	if errors.Join(err1, err2, err3, err4) != nil || p.SKU == "" || p.Name == "" || v < 1 {
 		return nil, false
 	}
-	p.UnitPrice, p.Version = store.Money(price), v
+	p.UnitPrice, p.Version = readScale(h, p.Currency)(store.Money(price)), v
 	p.CreatedAt, p.UpdatedAt = time.Unix(ca, 0).UTC(), time.Unix(ua, 0).UTC()
 	return p, true
 }
@@ -155,7 +155,7 @@ var productKind = register(&kind[store.Product]{
 	fields: []recordField[store.Product]{
 		{"sku", func(p *store.Product) any { return p.SKU }},
 		{"name", func(p *store.Product) any { return p.Name }},
-		{"unit_price", func(p *store.Product) any { return p.UnitPrice.String() }},
+		{"unit_price", func(p *store.Product) any { return p.UnitPrice.In(p.Currency) }},
 		{"currency", func(p *store.Product) any { return p.Currency }},
 		{"active", func(p *store.Product) any { return p.Active }},
 	},
