@@ -449,3 +449,7 @@ func (v *view) LastPath() string {
 	}
 	return v.lastPath(v.R)
 }
+
+// MayChangeView reports whether the page's person may change or delete
+// view rec (the controls its page and row offer).
+func (v *view) MayChangeView(rec *store.View) bool { return mayChange(v.whoOrNone(), rec) }
