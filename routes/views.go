@@ -39,8 +39,6 @@ var viewResource = &resource{Name: "view", Plural: "views", Title: "View", ETagP
 	},
 }
 
-
-
 func init() {
 	viewResource.serve = func(h *handlers) resourceHandlers {
 		m := newMembers[store.View, store.ViewInput](viewResource, viewFields, viewResource.Plural, viewMember{h.store})
@@ -179,7 +177,9 @@ func (m viewMember) note(ctx context.Context, id int64, text string) (*store.His
 }
 
 func (viewMember) ident(v *store.View) (int64, int64) { return v.ID, v.Version }
-func (viewMember) title(v *store.View) string         { return "View " + strconv.Itoa(int(v.ID)) + " · " + v.Name }
+func (viewMember) title(v *store.View) string {
+	return "View " + strconv.Itoa(int(v.ID)) + " · " + v.Name
+}
 func (viewMember) form(cur *store.View) memberForm[store.ViewInput] {
 	return newViewForm(cur)
 }
