@@ -369,23 +369,28 @@ func keptQuery(c *fiber.Ctx, plural string) string {
 }
 
 // listSaved fills a List page's saved views and keeps its query as the
-// person's last (a cookie per List, which the navigation reads). A List
-// no view names, or a program's JSON, gets nothing.
-func listSaved(c *fiber.Ctx, rp repr, r *resource, l *listView) {
-	if rp == reprJSON || listed(r.Plural) == nil {
+// person's last (a cookie per List, which the navigation reads). Only the
+// List itself does, as a page or a fragment of the page or its results:
+// not another view of the collection (the Inquiry), not a picker's
+// options, not a program's JSON, not a List no view names.
+func listSaved(c *fiber.Ctx, rp repr, r *resource, name string, l *listView) {
+	if rp == reprJSON || name != "list" || listed(r.Plural) == nil || c.Query("picker") != "" {
+		return
+	}
+	if tg := target(c, rp); rp == reprFragment && tg != r.ResultsID() && tg != mainID {
 		return
 	}
 	q := keptQuery(c, r.Plural)
-	name := lastQueryCookie(r.Plural)
-	if q != c.Cookies(name) {
-		ck := &fiber.Cookie{Name: name, Value: q, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+	cookie := lastQueryCookie(r.Plural)
+	if q != c.Cookies(cookie) {
+		ck := &fiber.Cookie{Name: cookie, Value: q, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
 			Secure: c.Protocol() == "https", Expires: time.Now().Add(lastQueryAge)}
 		if q == "" {
 			ck.Expires, ck.MaxAge = time.Unix(0, 0), -1
 		}
 		c.Cookie(ck)
 	}
-	c.Locals(name, &q)
+	c.Locals(cookie, &q)
 	s, _ := c.Locals(viewsStoreLocal).(store.Views)
 	if s == nil {
 		return
