@@ -273,8 +273,8 @@ func newViewForm(v *store.View) *viewForm {
 }
 
 // prefill takes a New form's List and query from its address
-// (/views/new?resource=orders&query=status%3Dpending): the Save view
-// form of a List without JavaScript that failed comes back here.
+// (/views/new?resource=orders&query=status%3Dpending), so a link can open
+// the form filled for a List's current query.
 func (f *viewForm) prefill(c *fiber.Ctx) {
 	f.recordForm.prefill(c)
 	if !f.New {

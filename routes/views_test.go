@@ -336,3 +336,12 @@ func TestTheNavigationLeadsBackToTheLastQuery(t *testing.T) {
 		r.WantContains(t, `<a href="/orders" aria-current="page">Orders</a>`)
 	})
 }
+
+func TestTheNewViewFormTakesItsListAndQueryFromItsAddress(t *testing.T) {
+	eachTarget(t, func(t *testing.T, a *testApp) {
+		v := newViewsApp(t, a)
+		v.get(t, "/views/new?resource=products&query=active%3Dtrue", v.as("ann", testutil.HPage)).WantStatus(t, http.StatusOK).
+			WantContains(t, `<option value="products" selected>`, `value="active=true"`).WantLacks(t, `id="shared"`)
+		v.get(t, "/views/new", v.as("max", testutil.HPage)).WantStatus(t, http.StatusOK).WantContains(t, `id="shared"`)
+	})
+}
