@@ -458,3 +458,21 @@ func (v *view) LastPath() string {
 // MayChangeView reports whether the page's person may change or delete
 // view rec (the controls its page and row offer).
 func (v *view) MayChangeView(rec *store.View) bool { return mayChange(v.whoOrNone(), rec) }
+
+// viewPage is a saved view's page as its timeline sees it: the note form
+// only for those who may change the view.
+type viewPage struct {
+	*view
+	owner bool
+}
+
+// Can is what the page's person may do, notes only on a view they may
+// change.
+func (p viewPage) Can() can {
+	c := p.view.Can()
+	c.Note = c.Note && p.owner
+	return c
+}
+
+// OfView is the page of view rec as its timeline sees it.
+func (v *view) OfView(rec *store.View) viewPage { return viewPage{v, v.MayChangeView(rec)} }

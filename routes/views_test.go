@@ -133,7 +133,9 @@ func TestViewsAreTheirMakersAndSharedOnesEveryones(t *testing.T) {
 		// The shared view's Edit form is not offered to bob either.
 		v.get(t, viewResource.EditPath(shared.ID), v.as("bob", testutil.HPage)).WantStatus(t, http.StatusForbidden)
 		v.get(t, viewResource.MemberPath(shared.ID), v.as("bob", testutil.HPage)).WantStatus(t, http.StatusOK).
-			WantLacks(t, `href="`+viewResource.EditPath(shared.ID)+`"`)
+			WantLacks(t, `href="`+viewResource.EditPath(shared.ID)+`"`, `class="note-form"`, `hx-delete=`)
+		v.get(t, viewResource.MemberPath(shared.ID), v.as("max", testutil.HPage)).WantStatus(t, http.StatusOK).
+			WantContains(t, `href="`+viewResource.EditPath(shared.ID)+`"`, `class="note-form"`, `hx-delete=`)
 		if after := storedViews(t, a.store, mine.ID, shared.ID); !equalViews(after, before) {
 			t.Errorf("refused writes changed the views: %+v, were %+v", after, before)
 		}
