@@ -84,6 +84,7 @@ func (h *handlers) edge(app *fiber.App, cfg Config) {
 	app.Use(h.guardWrites, h.authenticate(cfg.RequestTimeout), h.readBody, methodOverride)
 	app.Use(func(c *fiber.Ctx) error {
 		c.Locals(feedsKey, h.feeds)
+		c.Locals(viewsStoreLocal, store.Views(h.store))
 		ctx, cancel := context.WithTimeout(c.UserContext(), cfg.RequestTimeout)
 		defer cancel()
 		c.SetUserContext(ctx)

@@ -90,6 +90,8 @@ type listView struct {
 	// ResultsOnly says the results part is rendered alone (an htmx swap of
 	// the results): it then carries the search form's kept values too.
 	ResultsOnly bool
+	// Saved are the person's saved views of the List (views.go).
+	Saved *savedViews
 }
 
 // Param is the value of filter name in the query ("" when not given).

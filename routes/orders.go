@@ -327,6 +327,7 @@ func (o *orderHandlers) collection(c *fiber.Ctx, rp repr, inquiry bool) (*respon
 // collection): the page, the results alone for an htmx swap of the
 // results, or JSON (the entries and where the page lies).
 func (r *resource) listResponse(c *fiber.Ctx, rp repr, name, nav string, l *listView, entries any) *response {
+	listSaved(c, rp, r, name, l)
 	partial := r.Partial(name)
 	if target(c, rp) == r.ResultsID() {
 		partial = r.Partial(name + "_results")

@@ -297,6 +297,7 @@ func (out *response) view(c *fiber.Ctx, res *resource) *view {
 		v = &view{}
 	}
 	v.who = personOf(c)
+	v.last = lastQueries(c)
 	v.views, _ = c.App().Config().Views.(*views)
 	v.zoned = zoned{zoneOf(c)}
 	if v.History != nil {
@@ -363,6 +364,9 @@ type view struct {
 	views *views
 	// frame is what the layout shows around the page (DrawnFrame).
 	frame *frame
+	// last are the queries the person last listed each List with
+	// (lastQueries): the navigation leads back to them.
+	last map[string]string
 }
 
 // frame is what the layout shows around a page's part that follows only

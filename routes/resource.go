@@ -125,7 +125,7 @@ type example struct {
 // resources are the resources the application serves, the first the one
 // "/" leads to: the one registration list. Routes, live-event streams,
 // the navigation and the meta descriptions walk it.
-var resources = []*resource{orderResource, productResource, customerResource, userResource}
+var resources = []*resource{orderResource, productResource, customerResource, userResource, viewResource}
 
 // navEntry is one entry of the site's navigation.
 type navEntry struct {
@@ -1098,6 +1098,9 @@ func (v *view) NavEntries() []navEntry {
 			a = actCreate
 		}
 		if e.r.permits(p, a, 0) {
+			if e.View == "" {
+				e.Href = v.lastPath(e.r)
+			}
 			out = append(out, e)
 		}
 	}

@@ -11,6 +11,7 @@ type Service interface {
 	Products
 	Customers
 	Users
+	Views
 	// Ready reports whether the store answers (what /readyz says).
 	Ready(ctx context.Context) error
 	// Feed returns the event feed of a resource (OrderEvents, …); nil
