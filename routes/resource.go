@@ -56,12 +56,14 @@ package routes
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -1107,6 +1109,63 @@ func (v *view) NavEntries() []navEntry {
 	return out
 }
 
+// The navigation leads back to the query a person last listed each
+// List with (a cookie per List, which the List writes: listSaved).
+
+// lastQueryCookie names the cookie that keeps the query a person last
+// listed resource plural with.
+func lastQueryCookie(plural string) string { return "last_" + plural }
+
+// lastQueryAge is how long the navigation remembers a List's query.
+const lastQueryAge = 30 * 24 * time.Hour
+
+// lastQuery is the query the person last listed resource plural with
+// (this request's when it lists it), checked as a view's query is: ""
+// when none or not valid.
+func lastQuery(c *fiber.Ctx, plural string) string {
+	name := lastQueryCookie(plural)
+	if q, ok := c.Locals(name).(*string); ok {
+		return *q
+	}
+	raw := c.Cookies(name)
+	if raw == "" || listed(plural) == nil {
+		return ""
+	}
+	q, msg := store.CheckViewQuery(plural, raw)
+	if msg != "" {
+		return ""
+	}
+	return q
+}
+
+// lastQueries are the last queries of every List a view may name.
+func lastQueries(c *fiber.Ctx) map[string]string {
+	out := map[string]string{}
+	for _, r := range store.ViewResources {
+		if q := lastQuery(c, r); q != "" {
+			out[r] = q
+		}
+	}
+	return out
+}
+
+// lastPath is the collection path of r with the person's last query.
+func (v *view) lastPath(r *resource) string {
+	if q := v.last[r.Plural]; q != "" {
+		return r.Path() + "?" + q
+	}
+	return r.Path()
+}
+
+// LastPath is the page's resource's List with the person's last query:
+// the "← All orders" of a record's page.
+func (v *view) LastPath() string {
+	if v.R == nil {
+		return "/"
+	}
+	return v.lastPath(v.R)
+}
+
 // Live reports whether the page follows its resource's live events: the
 // resource has a feed and the person may read the whole collection.
 func (v *view) Live() bool {
@@ -1207,4 +1266,63 @@ func personFrom(ctx context.Context) *person {
 		return p
 	}
 	return &person{Name: "anonymous", Role: store.RoleViewer}
+}
+
+// restoreAsked reports whether a PUT's body asks for a restore. Such a
+// body holds nothing else (a form may also carry _method); a restore with
+// another value, or beside fields, is a 400. A body that is not a form or
+// JSON is left to decodeBody, which refuses it.
+func restoreAsked(c *fiber.Ctx) (bool, error) {
+	var keys []string
+	var value string
+	switch mediaType(c.Get(fiber.HeaderContentType)) {
+	case fiber.MIMEApplicationJSON:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(c.Request().Body(), &obj) != nil {
+			return false, nil // decodeBody says what is wrong with it
+		}
+		raw, ok := obj["restore"]
+		if !ok {
+			return false, nil
+		}
+		if string(raw) != "true" {
+			return false, badRequest(`"restore" must be true: it brings back a deleted record`)
+		}
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		value = "1"
+	case fiber.MIMEApplicationForm:
+		c.Request().PostArgs().VisitAll(func(k, v []byte) {
+			keys = append(keys, string(k))
+			if string(k) == "restore" {
+				value = string(v)
+			}
+		})
+	case fiber.MIMEMultipartForm:
+		form, err := c.MultipartForm()
+		if err != nil {
+			return false, nil
+		}
+		for k, vs := range form.Value {
+			keys = append(keys, k)
+			if k == "restore" && len(vs) > 0 {
+				value = vs[0]
+			}
+		}
+	default:
+		return false, nil
+	}
+	if !slices.Contains(keys, "restore") {
+		return false, nil
+	}
+	if value != "1" && value != "true" {
+		return false, badRequest("restore must be 1 or true: it brings back a deleted record")
+	}
+	for _, k := range keys {
+		if k != "restore" && k != "_method" {
+			return false, badRequest("a restore takes no other fields (%s was sent): restore the record, then change it", k)
+		}
+	}
+	return true, nil
 }

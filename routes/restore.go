@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -17,65 +16,6 @@ import (
 // record deleted within the undo window. It takes the right to delete, not
 // only to change. The notice after a delete offers it as a plain form
 // (_method=PUT), which htmx sends as a PUT.
-
-// restoreAsked reports whether a PUT's body asks for a restore. Such a
-// body holds nothing else (a form may also carry _method); a restore with
-// another value, or beside fields, is a 400. A body that is not a form or
-// JSON is left to decodeBody, which refuses it.
-func restoreAsked(c *fiber.Ctx) (bool, error) {
-	var keys []string
-	var value string
-	switch mediaType(c.Get(fiber.HeaderContentType)) {
-	case fiber.MIMEApplicationJSON:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(c.Request().Body(), &obj) != nil {
-			return false, nil // decodeBody says what is wrong with it
-		}
-		raw, ok := obj["restore"]
-		if !ok {
-			return false, nil
-		}
-		if string(raw) != "true" {
-			return false, badRequest(`"restore" must be true: it brings back a deleted record`)
-		}
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		value = "1"
-	case fiber.MIMEApplicationForm:
-		c.Request().PostArgs().VisitAll(func(k, v []byte) {
-			keys = append(keys, string(k))
-			if string(k) == "restore" {
-				value = string(v)
-			}
-		})
-	case fiber.MIMEMultipartForm:
-		form, err := c.MultipartForm()
-		if err != nil {
-			return false, nil
-		}
-		for k, vs := range form.Value {
-			keys = append(keys, k)
-			if k == "restore" && len(vs) > 0 {
-				value = vs[0]
-			}
-		}
-	default:
-		return false, nil
-	}
-	if !slices.Contains(keys, "restore") {
-		return false, nil
-	}
-	if value != "1" && value != "true" {
-		return false, badRequest("restore must be 1 or true: it brings back a deleted record")
-	}
-	for _, k := range keys {
-		if k != "restore" && k != "_method" {
-			return false, badRequest("a restore takes no other fields (%s was sent): restore the record, then change it", k)
-		}
-	}
-	return true, nil
-}
 
 // restore brings back member id (restoreAsked). Its answers are an
 // update's: the record (JSON, with its ETag), its page (htmx, pushed as

@@ -344,13 +344,6 @@ type savedViews struct {
 // savedViewsShown is how many views a List page shows.
 const savedViewsShown = 20
 
-// lastQueryCookie names the cookie that keeps the query a person last
-// listed resource plural with.
-func lastQueryCookie(plural string) string { return "last_" + plural }
-
-// lastQueryAge is how long the navigation remembers a List's query.
-const lastQueryAge = 30 * 24 * time.Hour
-
 // keptQuery is the query of a List request as a view keeps it: only the
 // List's own keys, without the page, sorted; "" when it has none.
 func keptQuery(c *fiber.Ctx, plural string) string {
@@ -407,53 +400,6 @@ func listSaved(c *fiber.Ctx, rp repr, r *resource, name string, l *listView) {
 // viewsStoreLocal holds the request's store of views (set before the
 // routes run), for the List pages' saved views.
 const viewsStoreLocal = "views-store"
-
-// lastQuery is the query the person last listed resource plural with
-// (this request's when it lists it), checked as a view's query is: ""
-// when none or not valid.
-func lastQuery(c *fiber.Ctx, plural string) string {
-	name := lastQueryCookie(plural)
-	if q, ok := c.Locals(name).(*string); ok {
-		return *q
-	}
-	raw := c.Cookies(name)
-	if raw == "" || listed(plural) == nil {
-		return ""
-	}
-	q, msg := store.CheckViewQuery(plural, raw)
-	if msg != "" {
-		return ""
-	}
-	return q
-}
-
-// lastQueries are the last queries of every List a view may name.
-func lastQueries(c *fiber.Ctx) map[string]string {
-	out := map[string]string{}
-	for _, r := range store.ViewResources {
-		if q := lastQuery(c, r); q != "" {
-			out[r] = q
-		}
-	}
-	return out
-}
-
-// lastPath is the collection path of r with the person's last query.
-func (v *view) lastPath(r *resource) string {
-	if q := v.last[r.Plural]; q != "" {
-		return r.Path() + "?" + q
-	}
-	return r.Path()
-}
-
-// LastPath is the page's resource's List with the person's last query:
-// the "← All orders" of a record's page.
-func (v *view) LastPath() string {
-	if v.R == nil {
-		return "/"
-	}
-	return v.lastPath(v.R)
-}
 
 // MayChangeView reports whether the page's person may change or delete
 // view rec (the controls its page and row offer).
