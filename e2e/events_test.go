@@ -201,7 +201,9 @@ func (s *script) ack(action string, o orderJSON, at span, what string) {
 func (s *script) create() {
 	s.t.Helper()
 	s.step++
-	r, at := s.send(http.MethodPost, "/orders", map[string]any{"customer": fmt.Sprintf("Live %d", s.step)})
+	// One item, so that the order may be confirmed and move on.
+	r, at := s.send(http.MethodPost, "/orders", map[string]any{"customer": fmt.Sprintf("Live %d", s.step),
+		"items": []any{map[string]any{"name": "Mug", "quantity": 1, "unit_price": "1.50"}}})
 	r.WantStatus(s.t, http.StatusCreated)
 	var o orderJSON
 	r.JSON(s.t, &o)

@@ -341,20 +341,22 @@ func figure(line string) {
 }
 
 // matchesSearch is the documented search of one list row, written plainly
-// for the checks here: every space-separated term of q is the row's id or
-// the start of a word of its customer name (case and accents folded). The
-// rows these tests make carry no email and no SKU a query here starts.
+// for the checks here: every space-separated part of q, its words (split at
+// anything but letters and digits: "3-1" is "3 1", "o'b" is "o b") in a
+// row, is the row's id or the start of the customer's words from one of
+// them on (case and accents folded). The rows these tests make carry no
+// email and no SKU a query here starts.
 func matchesSearch(o orderJSON, q string) bool {
-	words := strings.FieldsFunc(foldText(o.Customer), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	// The query splits at spaces, and at punctuation and symbols other than
-	// . - _ @ + ("o'b" is the terms o and b), as the documented search does.
-	split := func(r rune) bool {
-		return unicode.IsSpace(r) || (unicode.IsPunct(r) || unicode.IsSymbol(r)) && !strings.ContainsRune(".-_@+", r)
-	}
-	for _, t := range strings.FieldsFunc(foldText(q), split) {
+	sep := func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
+	words := strings.FieldsFunc(foldText(o.Customer), sep)
+	for _, part := range strings.Fields(foldText(q)) {
+		t := strings.Join(strings.FieldsFunc(part, sep), " ")
+		if t == "" {
+			continue
+		}
 		ok := strconv.FormatInt(o.ID, 10) == t
-		for _, w := range words {
-			ok = ok || strings.HasPrefix(w, t)
+		for i := range words {
+			ok = ok || strings.HasPrefix(strings.Join(words[i:], " "), t)
 		}
 		if !ok {
 			return false
