@@ -66,9 +66,9 @@ func TestClusterRepairDyingAfterItsSettlePipeline(t *testing.T) {
 				rctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				go s.Reconcile(rctx, 0)
-				o, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
+				o, err := s.CreateOrder(ctx, store.OrderInput{Items: anItem, HasItems: true, Customer: ptr("Ada Lovelace")})
 				must(t, err)
-				_, err = s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Grace Hopper")})
+				_, err = s.CreateOrder(ctx, store.OrderInput{Items: anItem, HasItems: true, Customer: ptr("Grace Hopper")})
 				must(t, err)
 				// One missing entry, so that Repair settles the order.
 				must(t, tg.Client.ZRem(ctx, tg.Prefix+"ix:{id}:pending", strconv.FormatInt(o.ID, 10)).Err())
@@ -154,7 +154,7 @@ func TestIdempotentClaimMovedTwice(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
 			s := redisstore.New(tg.Client, redisstore.Options{Prefix: tg.Prefix})
-			alan, err := s.CreateOrder(ctx, store.OrderInput{Customer: ptr("Alan Turing")})
+			alan, err := s.CreateOrder(ctx, store.OrderInput{Items: anItem, HasItems: true, Customer: ptr("Alan Turing")})
 			must(t, err)
 			// The claim a first request made for the id the counter handed
 			// out again (it failed before writing its order).
@@ -219,7 +219,7 @@ func TestClusterEventAfterItsDelete(t *testing.T) {
 			}
 			h.armed.Store(true)
 			w := redisstore.New(cutShortClient(t, tg, h), redisstore.Options{Prefix: tg.Prefix, Cluster: true})
-			o, err := w.CreateOrder(ctx, store.OrderInput{Customer: ptr("Ada Lovelace")})
+			o, err := w.CreateOrder(ctx, store.OrderInput{Items: anItem, HasItems: true, Customer: ptr("Ada Lovelace")})
 			must(t, err)
 			if h.armed.Load() || delErr != nil || id != o.ID {
 				t.Fatalf("the delete before the create's event: armed %v, id %d, %v", h.armed.Load(), id, delErr)

@@ -150,7 +150,9 @@ func TestRepairBesideWritersCountsOnlyDamageThatStays(t *testing.T) {
 					runs++
 					t.Logf("run %d: %v", runs, r)
 					wantNone(fmt.Sprintf("repair %d during the load", runs), r)
-					if i != 2 {
+					// The second repair plants damage: on a slow machine
+					// the load may see only two.
+					if i != 1 {
 						continue
 					}
 					// Damage, planted while the writers run: an entry gone,

@@ -27,6 +27,11 @@ import (
 // unionOracle is oracleSearch with the driver (the term whose matches set
 // the match order) chosen as docs/data.md says: the term with the fewest
 // matches in the query's status.
+
+// anItem is the one item of the orders made here: an order moves past
+// pending only with an item. It has no SKU, so it adds no search term.
+var anItem = []store.ItemInput{{Name: "Part", Quantity: "1", UnitPrice: "1.50"}}
+
 func unionOracle(all []*store.Order, q store.OrderQuery) []int64 {
 	if q.Status == "" {
 		return oracleSearch(all, q)
@@ -160,7 +165,7 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 	}
 	cyr := []rune("абвгдежзиклмнопрстуфхцчшщъыьэюя") // no й, ё: they decompose
 	unionParallel(t, 280, func(i int) error {
-		in := store.OrderInput{Customer: ptr(fmt.Sprintf("Quill Qa%03d", i))}
+		in := store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(fmt.Sprintf("Quill Qa%03d", i))}
 		if i%5 == 0 {
 			in.Email = ptr(fmt.Sprintf("q!%d@ex.io", i))
 		}
@@ -178,7 +183,7 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 			w += string(cyr[r.IntN(len(cyr))])
 		}
 		words := []string{w, []string{"𠀀", "𠀀𠀁", "𪛖", "힣", "жя"}[i%5], "Ann"}
-		in := store.OrderInput{Customer: ptr(strings.Join(words, " "))}
+		in := store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(strings.Join(words, " "))}
 		o, err := f.s.CreateOrder(ctx, in)
 		if err != nil {
 			return err
@@ -198,7 +203,7 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 		case i >= 45:
 			name, st = fmt.Sprintf("Fb%02d", 99-i), store.Delivered
 		}
-		o, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr(name)})
+		o, err := f.s.CreateOrder(ctx, store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(name)})
 		if err != nil {
 			return err
 		}
@@ -207,7 +212,7 @@ func unionData(t *testing.T, f *fixture) []*store.Order {
 	// Terms longer than 16 bytes (candidates from every status's sets,
 	// sorted and read once per order) in four statuses.
 	unionParallel(t, 24, func(i int) error {
-		in := store.OrderInput{Customer: ptr(fmt.Sprintf("Lo%02d", i))}
+		in := store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(fmt.Sprintf("Lo%02d", i))}
 		if i%3 == 0 {
 			in.Email = ptr(fmt.Sprintf("mechanicalkeyboardfan%d@ex.io", i))
 		}
@@ -296,7 +301,7 @@ func TestUnionDigitsTermWithAStatus(t *testing.T) {
 			const n = 300
 			unionParallel(t, n, func(i int) error {
 				name := fmt.Sprintf("12%c%c%c Bo", 'a'+i/676, 'a'+i/26%26, 'a'+i%26)
-				o, err := f.s.CreateOrder(ctx, store.OrderInput{Customer: ptr(name)})
+				o, err := f.s.CreateOrder(ctx, store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(name)})
 				if err != nil {
 					return err
 				}
@@ -362,7 +367,7 @@ func TestUnionStatusChangesWhilePaging(t *testing.T) {
 			f := fresh(t, tg)
 			const n = 330
 			unionParallel(t, n, func(i int) error {
-				in := store.OrderInput{Customer: ptr(fmt.Sprintf("Pa%c%c Lee", 'a'+i*7%26, 'a'+i%26))}
+				in := store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(fmt.Sprintf("Pa%c%c Lee", 'a'+i*7%26, 'a'+i%26))}
 				if i%4 == 0 {
 					attackSKUs("PA-1", "PA-12")(&in) // a dup in the same range
 				}
@@ -659,7 +664,7 @@ func TestUnionUpgradeFromLayoutFour(t *testing.T) {
 			skus := []string{"KBD-60", "KBD-61", "KBD-6", "ANN-1", "12-X"}
 			rnd := rand.New(rand.NewPCG(3, 1))
 			for i := range 60 {
-				in := store.OrderInput{Customer: ptr(words[rnd.IntN(len(words))] + " " + words[rnd.IntN(len(words))])}
+				in := store.OrderInput{Items: anItem, HasItems: true, Customer: ptr(words[rnd.IntN(len(words))] + " " + words[rnd.IntN(len(words))])}
 				var its []string
 				for range rnd.IntN(3) {
 					its = append(its, skus[rnd.IntN(len(skus))])

@@ -313,6 +313,17 @@ func restoreRecord[T any](ctx context.Context, s *Store, k *kind[T], id int64, c
 			wasGone = n > 0
 		}
 		r, ok := k.decode(id, h)
+		if !ok {
+			// The record and its kept values were read one after the
+			// other: a restore racing this one may have taken the values
+			// and written the record in between (one transaction), so
+			// the record is there now.
+			if n, err := s.rdb.Exists(ctx, key).Result(); err != nil {
+				return nil, err
+			} else if n > 0 {
+				return nil, store.Errorf(store.ECONFLICT, "%s %d is not deleted: there is nothing to restore", k.noun, id)
+			}
+		}
 		switch {
 		case ok && !k.final:
 			if check != nil {
