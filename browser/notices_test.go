@@ -132,7 +132,7 @@ func TestNoticeDismissKeyboard(t *testing.T) {
 	e.seed(t, "Ada Lovelace")
 	tabTo := func(sel string) {
 		t.Helper()
-		for i := 0; i < 12; i++ {
+		for i := 0; i < 20; i++ {
 			if run(t, e, "focus", chromedp.Evaluate[bool](`document.activeElement.matches(`+fmt.Sprintf("%q", sel)+`)`)) {
 				return
 			}
